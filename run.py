@@ -1,9 +1,9 @@
 """anima's command line — the commands live in cli/ (one module per family); this page only starts them.
 
-    python run.py --playbook playbooks/repl.yaml --ticks 5
-    python run.py say "hello"
-    python run.py approvals            # and: approve ID, deny ID --reason …
-    python run.py inspect --json
+python run.py --playbook playbooks/repl.yaml --ticks 5
+python run.py say "hello"
+python run.py approvals            # and: approve ID, deny ID --reason …
+python run.py inspect --json
 """
 
 import os

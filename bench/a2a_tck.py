@@ -33,10 +33,22 @@ def main() -> None:
             started = time.perf_counter()
             report = run_tck(url, Path(tmp) / "reports", level=args.level)
             seconds = time.perf_counter() - started
-    print(json.dumps({"tck": "a2aproject/a2a-tck 1.0-dev", "commit": commit, "sut": "run.py serve (JSON-RPC, "
-                      "streaming)", "summary": report["summary"], "requirements": counts(report),
-                      "failed": failures(report), "per_transport": report["per_transport"],
-                      "replies": dict(responder.answered), "seconds": round(seconds, 1)}, indent=2))
+    print(
+        json.dumps(
+            {
+                "tck": "a2aproject/a2a-tck 1.0-dev",
+                "commit": commit,
+                "sut": "run.py serve (JSON-RPC, streaming)",
+                "summary": report["summary"],
+                "requirements": counts(report),
+                "failed": failures(report),
+                "per_transport": report["per_transport"],
+                "replies": dict(responder.answered),
+                "seconds": round(seconds, 1),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -49,11 +49,18 @@ def measure(setting: str | None, data: Path, cache_dir: Path | None) -> dict:
     cache = ["--cache-dir", str(cache_dir)] if cache_dir else []
     locomo = figures(["bench/locomo.py", "--data", str(data), *sets, *cache])
     chats = figures(["bench/project_chat.py", *sets, *cache])
-    return {"locomo": {"recall@5": locomo["recall@5"], "mrr@10": locomo["mrr@10"],
-                       "recall@5_by_category": locomo["recall@5_by_category"]},
-            "project_chats": {"recall@5": chats["overall"]["anima"]["recall@5"],
-                              "mrr@10": chats["overall"]["anima"]["mrr@10"]},
-            "bm25": {"locomo": locomo["bm25"]["recall@5"], "project_chats": chats["overall"]["bm25"]["recall@5"]}}
+    return {
+        "locomo": {
+            "recall@5": locomo["recall@5"],
+            "mrr@10": locomo["mrr@10"],
+            "recall@5_by_category": locomo["recall@5_by_category"],
+        },
+        "project_chats": {
+            "recall@5": chats["overall"]["anima"]["recall@5"],
+            "mrr@10": chats["overall"]["anima"]["mrr@10"],
+        },
+        "bm25": {"locomo": locomo["bm25"]["recall@5"], "project_chats": chats["overall"]["bm25"]["recall@5"]},
+    }
 
 
 def main() -> None:
@@ -72,13 +79,23 @@ def main() -> None:
     whole = measure(None, args.data, args.cache_dir)
     rows = []
     for n, (name, setting) in enumerate(chosen.items(), 1):
-        print(f"[ablation] {n}/{len(chosen)} without {name} ({setting}), {time.monotonic() - started:.0f} s so far",
-              file=sys.stderr, flush=True)
+        print(
+            f"[ablation] {n}/{len(chosen)} without {name} ({setting}), {time.monotonic() - started:.0f} s so far",
+            file=sys.stderr,
+            flush=True,
+        )
         got = measure(setting, args.data, args.cache_dir)
-        rows.append({"without": name, "setting": setting, **got,
-                     "change": {"locomo": round(got["locomo"]["recall@5"] - whole["locomo"]["recall@5"], 4),
-                                "project_chats": round(got["project_chats"]["recall@5"]
-                                                       - whole["project_chats"]["recall@5"], 4)}})
+        rows.append(
+            {
+                "without": name,
+                "setting": setting,
+                **got,
+                "change": {
+                    "locomo": round(got["locomo"]["recall@5"] - whole["locomo"]["recall@5"], 4),
+                    "project_chats": round(got["project_chats"]["recall@5"] - whole["project_chats"]["recall@5"], 4),
+                },
+            }
+        )
     print(json.dumps({"benchmark": "ranking-ablation", "whole": whole, "without": rows}, indent=2))
 
 

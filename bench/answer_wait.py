@@ -17,7 +17,8 @@ was stored, by purpose (from the persona's own `llm_calls` accounting: `think` a
 reply turn; every other purpose is a side call), with the number of waits a side call started in; and the wait
 split in two: the persona's part (`persona_calls`: from the note stored to the answer stored, in model calls) and
 the door's (`door_s`: the rest — the page's poll, or Matrix's way in and out); and the seconds each tick step took
-while a human waited, on average per wait (`steps_s_per_wait`, from the loop's journal). The goal (DESIGN.md §9): median ≤
+while a human waited, on average per wait (`steps_s_per_wait`, from the loop's journal). The goal (DESIGN.md §9): median
+≤
 1.2 model calls, max ≤ 2. The machine's load average is printed: other work on it lengthens every part.
 
 At the defaults on a server model the persona thinks only when something is new (`cycle.thinking`, docs/cost.md):
@@ -40,7 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -63,16 +64,18 @@ def persona_dir(base: Path, homeserver: str | None, user_id: str | None) -> Path
     shutil.copytree(ROOT / "persona" / "default", target)
     if homeserver:
         with open(target / "config.yaml", "a") as config:
-            config.write(f"\nchannels:\n  poll_wait_s: 5\n  entries:\n    - kind: matrix\n      name: matrix\n"
-                         f"      options: {{homeserver: '{homeserver}', user_id: '{user_id}'}}\n"
-                         f"      secret_env: {{password: MATRIX_BENCH_PASSWORD}}\n")
+            config.write(
+                f"\nchannels:\n  poll_wait_s: 5\n  entries:\n    - kind: matrix\n      name: matrix\n"
+                f"      options: {{homeserver: '{homeserver}', user_id: '{user_id}'}}\n"
+                f"      secret_env: {{password: MATRIX_BENCH_PASSWORD}}\n"
+            )
     return target
 
 
 def owner_on_matrix(data_dir: Path, matrix_id: str) -> None:
     from managers import ManagerDeps, Managers
-    from persona.settings import stored_settings
     from memory import Database
+    from persona.settings import stored_settings
 
     db = Database.open(data_dir)
     try:
@@ -84,7 +87,7 @@ def owner_on_matrix(data_dir: Path, matrix_id: str) -> None:
 
 
 def _stamp(value: datetime) -> float:
-    return value.replace(tzinfo=value.tzinfo or timezone.utc).timestamp()
+    return value.replace(tzinfo=value.tzinfo or UTC).timestamp()
 
 
 def inside_the_persona(data_dir: Path, waits: list[tuple[float, float, str]], latency: float) -> dict[str, object]:
@@ -94,18 +97,22 @@ def inside_the_persona(data_dir: Path, waits: list[tuple[float, float, str]], la
     from sqlalchemy import select
 
     from memory import Database
-    from memory.models import LLMCall, Note
-
-    from memory.models import LiveEvent
+    from memory.models import LiveEvent, LLMCall, Note
 
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            calls = [(c.purpose, _stamp(c.created_at) - c.latency_ms / 1000)
-                     for c in repos.session.scalars(select(LLMCall)).all()]
+            calls = [
+                (c.purpose, _stamp(c.created_at) - c.latency_ms / 1000)
+                for c in repos.session.scalars(select(LLMCall)).all()
+            ]
             notes = list(repos.session.scalars(select(Note).order_by(Note.id)).all())
-            steps = [(_stamp(e.at), e.node or e.kind) for e in repos.session.scalars(
-                select(LiveEvent).where(LiveEvent.kind.in_(("step", "tick"))).order_by(LiveEvent.id)).all()]
+            steps = [
+                (_stamp(e.at), e.node or e.kind)
+                for e in repos.session.scalars(
+                    select(LiveEvent).where(LiveEvent.kind.in_(("step", "tick"))).order_by(LiveEvent.id)
+                ).all()
+            ]
     finally:
         db.close()
     asked = {n.text: n for n in notes if n.source != "llm"}
@@ -127,19 +134,28 @@ def inside_the_persona(data_dir: Path, waits: list[tuple[float, float, str]], la
             for (before, _), (at, node) in zip(steps, steps[1:]):  # a step's time: since the step before it ended
                 if _stamp(note.created_at) < at <= stored + 0.5:
                     spent.setdefault(node, []).append(at - max(before, _stamp(note.created_at)))
-    return {"started_while_waiting": dict(sorted(by_purpose.items())), "waits_with_a_side_call": with_side,
-            "persona_calls": {"median": round(statistics.median(persona_part), 2), "max": round(max(persona_part), 2)}
-            if persona_part else None,
-            "door_s": {"median": round(statistics.median(door_part), 2), "max": round(max(door_part), 2)}
-            if door_part else None,
-            "steps_s_per_wait": {node: round(sum(times) / len(waits), 2) for node, times in sorted(spent.items())}}
+    return {
+        "started_while_waiting": dict(sorted(by_purpose.items())),
+        "waits_with_a_side_call": with_side,
+        "persona_calls": {"median": round(statistics.median(persona_part), 2), "max": round(max(persona_part), 2)}
+        if persona_part
+        else None,
+        "door_s": {"median": round(statistics.median(door_part), 2), "max": round(max(door_part), 2)}
+        if door_part
+        else None,
+        "steps_s_per_wait": {node: round(sum(times) / len(waits), 2) for node, times in sorted(spent.items())},
+    }
 
 
 def summary(seconds: list[float], latency: float) -> dict[str, object]:
     calls = [s / latency for s in seconds]
-    return {"median_s": round(statistics.median(seconds), 2), "max_s": round(max(seconds), 2),
-            "median_calls": round(statistics.median(calls), 2), "max_calls": round(max(calls), 2),
-            "waits_s": [round(s, 2) for s in seconds]}
+    return {
+        "median_s": round(statistics.median(seconds), 2),
+        "max_s": round(max(seconds), 2),
+        "median_calls": round(statistics.median(calls), 2),
+        "max_calls": round(max(calls), 2),
+        "waits_s": [round(s, 2) for s in seconds],
+    }
 
 
 def web_door(loop, args, rng: random.Random) -> list[tuple[float, float, str]]:
@@ -154,7 +170,7 @@ def web_door(loop, args, rng: random.Random) -> list[tuple[float, float, str]]:
 
         def answered(after: int = note["id"]) -> bool:
             items = http_json(loop.url + f"/api/conversation?after_id={after}&limit=100")[1]["items"]
-            return any(item["who"] == "persona" and item["text"] == wanted for item in items)
+            return any(item["who"] == "persona" and item["text"] == wanted for item in items)  # noqa: B023 - called within this iteration
 
         loop.wait_for(answered, args.guard, f"the answer to web note {note['id']}", every=0.05)
         waits.append((started, time.time(), question))
@@ -195,21 +211,31 @@ def main() -> None:
     parser.add_argument("--spread", type=float, default=3.0, help="the pause before a note: up to this many calls")
     parser.add_argument("--doors", default="web,matrix")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--thinking", default=None, help="cycle.thinking for the run (default: the persona's: auto, "
-                        "eventful on this server — the persona is quiet between notes; continuous: notes land during "
-                        "its own thoughts)")
+    parser.add_argument(
+        "--thinking",
+        default=None,
+        help="cycle.thinking for the run (default: the persona's: auto, "
+        "eventful on this server — the persona is quiet between notes; continuous: notes land during "
+        "its own thoughts)",
+    )
     parser.add_argument("--guard", type=float, default=300.0, help="a hang guard per note (seconds), not a timing")
     args = parser.parse_args()
     doors = [d.strip() for d in args.doors.split(",") if d.strip()]
     rng = random.Random(args.seed)
-    out: dict[str, object] = {"bench": "answer_wait", "latency_s": args.latency, "notes": args.notes,
-                              "thinking": args.thinking or "the persona's (auto)",
-                              "spread_calls": args.spread, "seed": args.seed,
-                              "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    out: dict[str, object] = {
+        "bench": "answer_wait",
+        "latency_s": args.latency,
+        "notes": args.notes,
+        "thinking": args.thinking or "the persona's (auto)",
+        "spread_calls": args.spread,
+        "seed": args.seed,
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     with tempfile.TemporaryDirectory(prefix="anima-answer-wait-") as tmp, scripted_llm_server() as llm:
         base = Path(tmp)
-        llm.script(default={"do": "stream", "delay_s": args.latency, "text": THOUGHT, "answer_notes": ANSWER},
-                   record=False)
+        llm.script(
+            default={"do": "stream", "delay_s": args.latency, "text": THOUGHT, "answer_notes": ANSWER}, record=False
+        )
         for door in doors:
             data = base / door / "data"
             data.mkdir(parents=True)
@@ -229,11 +255,17 @@ def main() -> None:
             try:
                 with web_loop(data, llm_url=llm.url, pace_s=None, persona_dir=persona, env=env, thinking=None) as loop:
                     first = 2 if args.thinking == "continuous" else 1  # a quiet persona thinks once, then waits
-                    loop.wait_for(lambda: loop.status().get("ticks", 0) >= first,
-                                  args.guard, "the first ticks before the first note")
+                    loop.wait_for(
+                        lambda: loop.status().get("ticks", 0) >= first,  # noqa: B023 - called within this iteration
+                        args.guard,
+                        "the first ticks before the first note",
+                    )
                     progress(f"{door}: the persona runs; posting {args.notes} notes")
-                    waits = web_door(loop, args, rng) if door == "web" else \
-                        matrix_door(loop, args, rng, server, anima, owner)
+                    waits = (
+                        web_door(loop, args, rng)
+                        if door == "web"
+                        else matrix_door(loop, args, rng, server, anima, owner)
+                    )
                 result = summary([end - start for start, end, _ in waits], args.latency)
                 result.update(inside_the_persona(data, waits, args.latency))
                 out[door] = result

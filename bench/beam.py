@@ -45,14 +45,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.locomo import ranking_metrics, run as locomo_run, sessions  # noqa: E402
+from bench.locomo import ranking_metrics, sessions  # noqa: E402
+from bench.locomo import run as locomo_run
 
 DATA = Path(__file__).resolve().parent / "data" / "beam_100k_dev.json.gz"
 CATEGORY_OF_TYPE = {
-    "multi_session_reasoning": 1, "event_ordering": 1, "summarization": 1,
+    "multi_session_reasoning": 1,
+    "event_ordering": 1,
+    "summarization": 1,
     "temporal_reasoning": 2,
-    "knowledge_update": 3, "contradiction_resolution": 3, "preference_following": 3,
-    "information_extraction": 4, "instruction_following": 4,
+    "knowledge_update": 3,
+    "contradiction_resolution": 3,
+    "preference_following": 3,
+    "information_extraction": 4,
+    "instruction_following": 4,
 }
 LEFT_OUT = {"abstention"}  # no evidence to find
 ANSWER_FIELDS = ("answer", "ideal_answer", "ideal_response", "ideal_summary", "expected_compliance")
@@ -62,7 +68,7 @@ METRIC_KS = [1, 5, 10]
 
 
 def chat_numbers(text: str) -> list[int]:
-    """"11-20" or "1,3,5-7" → the chat numbers, in order."""
+    """ "11-20" or "1,3,5-7" → the chat numbers, in order."""
     found: list[int] = []
     for part in text.split(","):
         part = part.strip()
@@ -135,9 +141,17 @@ def convert_chat(chat: list[dict], probing: dict[str, list[dict]], sample_id: st
             if not evidence or not str(q.get("question") or "").strip():
                 continue
             answer = next((q[f] for f in ANSWER_FIELDS if q.get(f)), "")
-            qa.append({"question": str(q["question"]), "answer": answer if isinstance(answer, str) else json.dumps(answer),
-                       "evidence": evidence, "category": CATEGORY_OF_TYPE.get(beam_type, 4), "beam_type": beam_type,
-                       "asker": "user", "addressee": "assistant"})  # the user's questions, asked of the assistant
+            qa.append(
+                {
+                    "question": str(q["question"]),
+                    "answer": answer if isinstance(answer, str) else json.dumps(answer),
+                    "evidence": evidence,
+                    "category": CATEGORY_OF_TYPE.get(beam_type, 4),
+                    "beam_type": beam_type,
+                    "asker": "user",
+                    "addressee": "assistant",
+                }
+            )  # the user's questions, asked of the assistant
     return {"sample_id": sample_id, "conversation": conversation, "qa": qa}
 
 
@@ -174,6 +188,7 @@ def write(samples: list[dict], path: Path) -> None:
 
 # ---- the references beside anima's figures --------------------------------------------------------------------
 
+
 def claw0_tokens(text: str) -> list[str]:
     return [t for t in re.findall(r"[a-z0-9\u4e00-\u9fff]+", text.lower()) if len(t) > 1]
 
@@ -203,12 +218,21 @@ def tfidf_ranking(turns: list[dict], question: str) -> list[str]:
 
 
 def turns_of(sample: dict) -> list[dict]:
-    return [{"ref": t["dia_id"], "text": t["text"], "author": t["speaker"], "at": when}
-            for _, when, ts in sessions(sample["conversation"]) for t in ts]
+    return [
+        {"ref": t["dia_id"], "text": t["text"], "author": t["speaker"], "at": when}
+        for _, when, ts in sessions(sample["conversation"])
+        for t in ts
+    ]
 
 
-def measure(samples: list[dict], data: Path, ks: list[int], overrides: dict[str, str], cache_dir: Path | None,
-            embed_model: str | None = None) -> dict:
+def measure(
+    samples: list[dict],
+    data: Path,
+    ks: list[int],
+    overrides: dict[str, str],
+    cache_dir: Path | None,
+    embed_model: str | None = None,
+) -> dict:
     """bench/locomo.py's run over the converted chats, then the TF-IDF reference and every ranking by BEAM type."""
     got = locomo_run(data, ks, overrides, None, embed_model, None, cache_dir=cache_dir, keep_rankings=True)
     rankings = got.pop("rankings")
@@ -217,7 +241,8 @@ def measure(samples: list[dict], data: Path, ks: list[int], overrides: dict[str,
     for sample in samples:
         turns = turns_of(sample)
         for question, (category, ours, bm25, evidence) in zip(
-                [q for q in sample["qa"] if q.get("category") != 5], rankings[sample["sample_id"]]):
+            [q for q in sample["qa"] if q.get("category") != 5], rankings[sample["sample_id"]]
+        ):
             ranked = tfidf_ranking(turns, question["question"])
             tfidf.append((category, ranked, evidence))
             kind = types[(sample["sample_id"], question["question"])]
@@ -226,10 +251,16 @@ def measure(samples: list[dict], data: Path, ks: list[int], overrides: dict[str,
             by_type["tfidf"].append((kind, ranked, evidence))
     got["benchmark"] = "beam-turn-recall"
     got["tfidf"] = ranking_metrics(tfidf, ks)
-    got["anima_over_bm25_recall@5"] = round(got["recall@5"] / got["bm25"]["recall@5"], 3) if got["bm25"]["recall@5"] else None
-    got["by_beam_type"] = {name: {t: {k: v for k, v in figures.items() if k != "questions"} | {"questions": figures["questions"]}
-                                  for t, figures in ranking_metrics(rows, ks)["by_category"].items()}
-                           for name, rows in by_type.items()}
+    got["anima_over_bm25_recall@5"] = (
+        round(got["recall@5"] / got["bm25"]["recall@5"], 3) if got["bm25"]["recall@5"] else None
+    )
+    got["by_beam_type"] = {
+        name: {
+            t: {k: v for k, v in figures.items() if k != "questions"} | {"questions": figures["questions"]}
+            for t, figures in ranking_metrics(rows, ks)["by_category"].items()
+        }
+        for name, rows in by_type.items()
+    }
     got["chats"] = [s["sample_id"] for s in samples]
     return got
 
@@ -270,57 +301,92 @@ def indexing_speed(samples: list[dict], min_chars: int, budget: int, embed_model
         documents = [(with_author(turn["author"], ""), turn["text"], parts(turn["text"])) for _, turn in chosen]
         wall, used = time.perf_counter(), cpu()
         for start in range(0, len(documents), 64):
-            embedder.embed_parts(documents[start:start + 64])
-            done = sum(len(body) for _, body, _ in documents[:start + 64])
-            print(f"model alone: {done}/{total} characters ({done / (time.perf_counter() - wall):.0f}/s)",
-                  file=sys.stderr, flush=True)
+            embedder.embed_parts(documents[start : start + 64])
+            done = sum(len(body) for _, body, _ in documents[: start + 64])
+            print(
+                f"model alone: {done}/{total} characters ({done / (time.perf_counter() - wall):.0f}/s)",
+                file=sys.stderr,
+                flush=True,
+            )
         wall, used = time.perf_counter() - wall, cpu() - used
-        model_only = {"seconds": round(wall, 2), "cpu_seconds": round(used, 2),
-                      "characters_per_second": round(total / wall) if wall else None,
-                      "characters_per_cpu_second": round(total / used) if used else None}
+        model_only = {
+            "seconds": round(wall, 2),
+            "cpu_seconds": round(used, 2),
+            "characters_per_second": round(total / wall) if wall else None,
+            "characters_per_cpu_second": round(total / used) if used else None,
+        }
     with tempfile.TemporaryDirectory(prefix="anima-beam-speed-") as tmp:
         db = Database.open(Path(tmp))
         with db.unit() as repos:
-            for n, (sample_id, turn) in enumerate(chosen):
-                record_turn(repos, ref=f"{sample_id}:{turn['ref']}", text=turn["text"], author=turn["author"],
-                            episode=f"{sample_id}:speed", created_at=turn["at"])
+            for _n, (sample_id, turn) in enumerate(chosen):
+                record_turn(
+                    repos,
+                    ref=f"{sample_id}:{turn['ref']}",
+                    text=turn["text"],
+                    author=turn["author"],
+                    episode=f"{sample_id}:speed",
+                    created_at=turn["at"],
+                )
         index = MemoryIndex(db, embedder, chroma_path=Path(tmp) / "chroma")
         wall, used = time.perf_counter(), cpu()
         index.sync(progress=True, flush=True)
-        written_wall, written_cpu = time.perf_counter() - wall, cpu() - used
+        written_wall = time.perf_counter() - wall
         follow = index.follow_up.run_pending()
         wall, used = time.perf_counter() - wall, cpu() - used
         index.close()
         db.close()
-    return {"messages": len(chosen), "characters": total, "min_chars": min_chars,
-            "mean_chars": round(total / max(1, len(chosen))),
-            "write_sync": {"seconds": round(written_wall, 2),
-                           "characters_per_second": round(total / written_wall) if written_wall else None},
-            "follow_up_parts": follow.deep_parts,
-            "seconds": round(wall, 2), "cpu_seconds": round(used, 2),
-            "characters_per_second": round(total / wall) if wall else None,
-            "characters_per_cpu_second": round(total / used) if used else None,
-            "model_alone": model_only,
-            "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2),
-            "cores": os.cpu_count(), "embedder": embedder.name}
+    return {
+        "messages": len(chosen),
+        "characters": total,
+        "min_chars": min_chars,
+        "mean_chars": round(total / max(1, len(chosen))),
+        "write_sync": {
+            "seconds": round(written_wall, 2),
+            "characters_per_second": round(total / written_wall) if written_wall else None,
+        },
+        "follow_up_parts": follow.deep_parts,
+        "seconds": round(wall, 2),
+        "cpu_seconds": round(used, 2),
+        "characters_per_second": round(total / wall) if wall else None,
+        "characters_per_cpu_second": round(total / used) if used else None,
+        "model_alone": model_only,
+        "load_average_before": round(load_before, 2),
+        "load_average_after": round(os.getloadavg()[0], 2),
+        "cores": os.cpu_count(),
+        "embedder": embedder.name,
+    }
 
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     logging.getLogger("memory.retrieval.index").setLevel(logging.INFO)  # "indexed N/M memories (rate)"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", nargs="?", choices=["run", "convert", "speed"], default="run",
-                        help="run: recall beside BM25 and TF-IDF; convert: chats to a file; speed: indexing speed "
-                             "of long messages (no cache)")
+    parser.add_argument(
+        "command",
+        nargs="?",
+        choices=["run", "convert", "speed"],
+        default="run",
+        help="run: recall beside BM25 and TF-IDF; convert: chats to a file; speed: indexing speed "
+        "of long messages (no cache)",
+    )
     parser.add_argument("--data", type=Path, default=None, help=f"converted chats (default {DATA.name} in bench/data)")
-    parser.add_argument("--source", type=Path, default=None,
-                        help="a BEAM checkout or its git directory: convert from it (with --size and --chats)")
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=None,
+        help="a BEAM checkout or its git directory: convert from it (with --size and --chats)",
+    )
     parser.add_argument("--size", default="100K", help="the chat set: 100K, 500K, 1M or 10M")
     parser.add_argument("--chats", default="11-20", help="which chats of the set, e.g. 11-20 or 1,4,7")
     parser.add_argument("--out", type=Path, default=None, help="convert: where to write (.json or .json.gz)")
     parser.add_argument("--k", type=int, nargs="+", default=METRIC_KS)
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a RetrievalSettings field (as bench/locomo.py)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a RetrievalSettings field (as bench/locomo.py)",
+    )
     parser.add_argument("--cache-dir", type=Path, default=None, help="remember embeddings here between runs")
     parser.add_argument("--embed-model", default=None, help="as bench/locomo.py's")
     parser.add_argument("--min-chars", type=int, default=2000, help="speed: messages at least this long")
@@ -337,13 +403,22 @@ def main() -> None:
             parser.error("convert needs --source and --out")
         samples = convert(args.source, args.size, numbers)
         write(samples, args.out)
-        print(json.dumps({"chats": [s["sample_id"] for s in samples], "out": str(args.out),
-                          "turns": sum(len(turns_of(s)) for s in samples),
-                          "questions": sum(len(s["qa"]) for s in samples)}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "chats": [s["sample_id"] for s in samples],
+                    "out": str(args.out),
+                    "turns": sum(len(turns_of(s)) for s in samples),
+                    "questions": sum(len(s["qa"]) for s in samples),
+                },
+                indent=2,
+            )
+        )
         return
     if args.command == "speed":
-        print(json.dumps(indexing_speed(load(args.data or DATA), args.min_chars, args.budget, args.embed_model),
-                         indent=2))
+        print(
+            json.dumps(indexing_speed(load(args.data or DATA), args.min_chars, args.budget, args.embed_model), indent=2)
+        )
         return
     ks = sorted(set(args.k) | {5})
     overrides = dict(item.split("=", 1) for item in args.set)

@@ -18,7 +18,8 @@ Variants (each with a small grid; for every held-out conversation the grid point
              similarity to the turn's best sentence, z-normalised over the conversation, added with weight w
   session_doc  per-session retrieval: each session's turns' whole vectors averaged and its text as one BM25 document;
              the question's similarity to the session (z over the sessions) added to its turns with weight g
-`--list-only`: the variant applies only to questions read as asking for a list (`asks_for_list`), the others keep the fused order.
+`--list-only`: the variant applies only to questions read as asking for a list (`asks_for_list`), the others keep the
+fused order.
 
     B=~/.cache/anima/bench
     python bench/ltr_dump.py --data ../shared/data/locomo/locomo_dev.json --out $B/locomo-dump-full.pickle \
@@ -63,7 +64,8 @@ _PLURAL = r"(?!(?:does|has|was|is|goes|says|gets|this|his|its|us|yes)\b)(?:[a-z]
 _ASKS_FOR_LIST = re.compile(
     rf"^\W*(?:(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(?:(?!(?:does|has|is|was|did|do)\b)[a-z-]+\s+)?"
     rf"{_PLURAL}\b|(?:what|which)\s+(?:are|were)\s+(?:some|the|all)\b|how\s+many\b|list\b|name\b)|\bboth\b|\ball\s+the\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 def asks_for_list(text: str) -> bool:
@@ -91,8 +93,9 @@ class Lab:
             c.holders = dict(holders)
             sessions = sorted(set(c.session.values()))
             c.session_index = {s: n for n, s in enumerate(sessions)}
-            c.session_vectors = np.vstack([unit(np.mean([c.whole[c.row[r]] for r in c.refs if c.session[r] == s], axis=0))
-                                           for s in sessions])
+            c.session_vectors = np.vstack(
+                [unit(np.mean([c.whole[c.row[r]] for r in c.refs if c.session[r] == s], axis=0)) for s in sessions]
+            )
             for q in c.questions:
                 q["fused"] = {x["ref"]: float(x["score"]) for x in q["candidates"]}
                 q["parts"] = {x["ref"]: x["parts"] for x in q["candidates"]}
@@ -101,22 +104,26 @@ class Lab:
 
     @staticmethod
     def content_words(question: str) -> list[str]:
-        return list(dict.fromkeys(w.lower() for w in WORD.findall(question) if w.lower() not in STOP_WORDS
-                                  and tokenize(w)))
+        return list(
+            dict.fromkeys(w.lower() for w in WORD.findall(question) if w.lower() not in STOP_WORDS and tokenize(w))
+        )
 
 
 def usual_pool(c: Conversation, q: dict, size: int) -> set[str]:
     """The turns the shipped candidate search finds: the BM25 top `size` ∪ the dense top `size`, with neighbours."""
     parts = q["parts"]
     refs = list(parts)
-    by_bm25 = sorted((r for r in refs if parts[r]["bm25"] > min(p["bm25"] for p in parts.values())),
-                     key=lambda r: -parts[r]["bm25"])[:size]
+    by_bm25 = sorted(
+        (r for r in refs if parts[r]["bm25"] > min(p["bm25"] for p in parts.values())), key=lambda r: -parts[r]["bm25"]
+    )[:size]
     by_dense = sorted(refs, key=lambda r: -parts[r]["dense"])[:size]
     found = set(by_bm25) | set(by_dense)
     return found
 
 
-def decomposed(lab: Lab, c: Conversation, q: dict, fused_order: list[str], weight: float, k_rrf: float = 60.0) -> dict[str, float]:
+def decomposed(
+    lab: Lab, c: Conversation, q: dict, fused_order: list[str], weight: float, k_rrf: float = 60.0
+) -> dict[str, float]:
     """Reciprocal-rank merge of the fused order (weight 1) and each content word's BM25 and dense order (weight
     `weight`, shared among the sub-queries)."""
     merged: dict[str, float] = defaultdict(float)
@@ -155,12 +162,14 @@ def word_similarity(lab: Lab, c: Conversation, question: str) -> np.ndarray | No
     """Per turn: the mean over the question's content words (not the speakers' names) of the word's dense
     similarity to the turn's best sentence (None: no such word)."""
     names = {a.lower() for a in {t["author"] for t in c.turns}}
-    words = [w for w in lab.content_words(question) if w in lab.word_vectors
-             and w.split("'")[0].split("’")[0] not in names]
+    words = [
+        w for w in lab.content_words(question) if w in lab.word_vectors and w.split("'")[0].split("’")[0] not in names
+    ]
     if not words:
         return None
-    return np.vstack([np.maximum.reduceat(c.sentence_matrix @ lab.word_vectors[w], c.sentence_starts)
-                      for w in words]).mean(axis=0)
+    return np.vstack(
+        [np.maximum.reduceat(c.sentence_matrix @ lab.word_vectors[w], c.sentence_starts) for w in words]
+    ).mean(axis=0)
 
 
 def diverse_top(order: list[str], score: dict[str, float], c: Conversation, k: int, delta: float) -> list[str]:
@@ -240,29 +249,47 @@ def recall5(rows: list[tuple[int, list[str], set[str]]]) -> float:
 
 def loco(lab: Lab, grid: dict[str, list[float]], list_only: bool) -> tuple[dict, list[dict], dict, list]:
     points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
-    runs = {n: [[(q["category"], rank(lab, c, q, point, list_only), set(q["evidence"])) for q in c.questions]
-                for c in lab.conversations] for n, point in enumerate(points)}
+    runs = {
+        n: [
+            [(q["category"], rank(lab, c, q, point, list_only), set(q["evidence"])) for q in c.questions]
+            for c in lab.conversations
+        ]
+        for n, point in enumerate(points)
+    }
     held_out, chosen = [], []
     for held in range(len(lab.conversations)):
         best = max(runs, key=lambda n: recall5([x for m, rows in enumerate(runs[n]) if m != held for x in rows]))
         chosen.append(points[best])
         held_out += runs[best][held]
     overall = max(runs, key=lambda n: recall5([x for rows in runs[n] for x in rows]))
-    every_point = [{**points[n], "recall@5": round(recall5([x for rows in runs[n] for x in rows]), 4),
-                    "by_category": [round(recall5([x for rows in runs[n] for x in rows if x[0] == cat]), 4)
-                                    for cat in (1, 2, 3, 4)]} for n in runs]
+    every_point = [
+        {
+            **points[n],
+            "recall@5": round(recall5([x for rows in runs[n] for x in rows]), 4),
+            "by_category": [
+                round(recall5([x for rows in runs[n] for x in rows if x[0] == cat]), 4) for cat in (1, 2, 3, 4)
+            ],
+        }
+        for n in runs
+    ]
     return ranking_metrics(held_out, KS), chosen, points[overall], every_point
 
 
 def chats(labs: list[Lab], point: dict[str, float], list_only: bool) -> dict:
-    rows = [(q["category"], rank(lab, c, q, point, list_only), set(q["evidence"]))
-            for lab in labs for c in lab.conversations for q in c.questions]
+    rows = [
+        (q["category"], rank(lab, c, q, point, list_only), set(q["evidence"]))
+        for lab in labs
+        for c in lab.conversations
+        for q in c.questions
+    ]
     return {k: v for k, v in ranking_metrics(rows, KS).items() if k != "by_category"}
 
 
 def brief(metrics: dict) -> dict:
-    return {**{k: metrics[k] for k in ("recall@1", "recall@5", "recall@10", "mrr@10")},
-            "recall@5_by_category": [metrics["by_category"][c]["recall@5"] for c in sorted(metrics["by_category"])]}
+    return {
+        **{k: metrics[k] for k in ("recall@1", "recall@5", "recall@10", "mrr@10")},
+        "recall@5_by_category": [metrics["by_category"][c]["recall@5"] for c in sorted(metrics["by_category"])],
+    }
 
 
 def main() -> None:
@@ -283,17 +310,30 @@ def main() -> None:
     every = [(q["category"], q, c) for c in lab.conversations for q in c.questions]
     listed = [q for _, q, _ in every if asks_for_list(q["question"])]
     out: dict[str, Any] = {
-        "questions": len(every), "read_as_lists": len(listed),
-        "lists_by_category": {str(k): sum(1 for cat, q, _ in every if cat == k and asks_for_list(q["question"]))
-                              for k in (1, 2, 3, 4)},
-        "bm25": brief(ranking_metrics([(cat, bm25_ranking(c.turns, q["question"]), set(q["evidence"]))
-                                       for cat, q, c in every], KS)),
-        "fused": brief(ranking_metrics([(cat, rank(lab, c, q, {}, False), set(q["evidence"])) for cat, q, c in every], KS)),
-        "fused_chats": chats(chat_labs, {}, False)}
+        "questions": len(every),
+        "read_as_lists": len(listed),
+        "lists_by_category": {
+            str(k): sum(1 for cat, q, _ in every if cat == k and asks_for_list(q["question"])) for k in (1, 2, 3, 4)
+        },
+        "bm25": brief(
+            ranking_metrics(
+                [(cat, bm25_ranking(c.turns, q["question"]), set(q["evidence"])) for cat, q, c in every], KS
+            )
+        ),
+        "fused": brief(
+            ranking_metrics([(cat, rank(lab, c, q, {}, False), set(q["evidence"])) for cat, q, c in every], KS)
+        ),
+        "fused_chats": chats(chat_labs, {}, False),
+    }
     for name in args.variants:
         metrics, chosen, overall, grid = loco(lab, GRIDS[name], args.list_only)
-        out[name] = {**brief(metrics), "chosen": chosen, "chosen_on_all": overall, "grid": grid,
-                     "chats": chats(chat_labs, overall, args.list_only)}
+        out[name] = {
+            **brief(metrics),
+            "chosen": chosen,
+            "chosen_on_all": overall,
+            "grid": grid,
+            "chats": chats(chat_labs, overall, args.list_only),
+        }
         print(name, json.dumps(out[name]), file=sys.stderr, flush=True)
     print(json.dumps(out, indent=2))
 

@@ -34,6 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from datetime import UTC
+
 from channels.runner import ChannelRunner  # noqa: E402
 from graph.agent import build_agent  # noqa: E402
 from graph.services import open_services  # noqa: E402
@@ -50,8 +52,10 @@ PASSWORD = "anima-bench"
 def reply_to(prompt: str) -> str:
     """The instant model: a thought that answers the latest question it was shown with messages.send."""
     asked = prompt.rsplit("question #", 1)[-1].split()[0] if "question #" in prompt else "?"
-    return (f"Someone asked me something; I answer at once.\n# Commands:\n"
-            f'[{{"cmd_id": "r1", "type": "messages.send", "args": {{"text": "answer #{asked}"}}}}]\n# End commands')
+    return (
+        f"Someone asked me something; I answer at once.\n# Commands:\n"
+        f'[{{"cmd_id": "r1", "type": "messages.send", "args": {{"text": "answer #{asked}"}}}}]\n# End commands'
+    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -75,7 +79,7 @@ def killed_while_sending(kind: str, entry, point: str, kills: int, texts_sent) -
     import signal
     import subprocess
     from collections import Counter
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from memory import Database
     from persona.settings import ChannelsSettings, Settings
@@ -90,23 +94,39 @@ def killed_while_sending(kind: str, entry, point: str, kills: int, texts_sent) -
             m.people.add_identity(owner.id, kind, entry.options.get("owner_address") or OWNER[kind])
             owner = m.people.update(owner.id, preferred_channel=kind)
             texts = [f"{point} {n} {os.urandom(4).hex()}" for n in range(kills)]
-            keys = [m.channels.send(owner, t, now=datetime.now(timezone.utc)).idempotency_key for t in texts]
+            keys = [m.channels.send(owner, t, now=datetime.now(UTC)).idempotency_key for t in texts]
         db.close()
-        for n in range(kills):
-            child = subprocess.run([sys.executable, "-m", "tests.integration.channel_killer", str(data), point,
-                                    json.dumps(entry.model_dump())], cwd=root,
-                                   capture_output=True, text=True, timeout=180,
-                                   env={**os.environ, "PYTHONPATH": str(root)})
+        for _n in range(kills):
+            child = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.integration.channel_killer",
+                    str(data),
+                    point,
+                    json.dumps(entry.model_dump()),
+                ],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                env={**os.environ, "PYTHONPATH": str(root)},
+            )
             if child.returncode != -signal.SIGKILL:
                 raise RuntimeError(f"the runner was not killed at {point}: {child.stderr[-2000:]}")
         db = Database.open(data)
-        settings = Settings(user_name="Ann", timezone="UTC",
-                            channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1))
+        settings = Settings(
+            user_name="Ann",
+            timezone="UTC",
+            channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1),
+        )
         runner = ChannelRunner(db, settings).start()
         try:
+
             def sent():
                 with db.unit() as repos:
                     return all(repos.channels.by_key(k).state == "sent" for k in keys)
+
             wait(sent, timeout_s=120, poll_s=0.1)
         finally:
             runner.stop()
@@ -115,8 +135,14 @@ def killed_while_sending(kind: str, entry, point: str, kills: int, texts_sent) -
             flagged = sum((r.last_error or "").startswith("possible duplicate") for r in rows)
         db.close()
     arrived = Counter(texts_sent().get(t, 0) for t in texts)
-    return {"answers": kills, "kills": kills, "arrived_once": arrived.get(1, 0), "arrived_twice": arrived.get(2, 0),
-            "lost": arrived.get(0, 0), "rows_marked_possible_duplicate": flagged}
+    return {
+        "answers": kills,
+        "kills": kills,
+        "arrived_once": arrived.get(1, 0),
+        "arrived_twice": arrived.get(2, 0),
+        "lost": arrived.get(0, 0),
+        "rows_marked_possible_duplicate": flagged,
+    }
 
 
 OWNER = {"email": "ann@example.org", "telegram": "777"}
@@ -136,6 +162,7 @@ def kills_bench(kills: int) -> dict:
     os.environ["BENCH_KILL_EMAIL_PASSWORD"] = mail_servers.USERS["anima@example.org"]
     os.environ["BENCH_KILL_TELEGRAM_TOKEN"] = TOKEN
     with mail_servers.running() as servers, telegram_bot_api.serving(TOKEN) as bot_api:
+
         def ann_got():
             client = IMAPClient("127.0.0.1", port=servers.imap_port, ssl=False, timeout=20)
             try:
@@ -146,32 +173,56 @@ def kills_bench(kills: int) -> dict:
             finally:
                 client.logout()
             from collections import Counter
+
             return Counter(m.get_content().strip() for m in mails)
 
         def telegram_got():
             from collections import Counter
+
             return Counter(s["text"] for s in control(bot_api, "sent") if s["method"] == "sendMessage")
 
         def email(**extra):
-            return ChannelEntry(kind="email", name="email", secret_env={"password": "BENCH_KILL_EMAIL_PASSWORD"},
-                                options={"address": "anima@example.org", "imap_host": "127.0.0.1",
-                                         "imap_port": str(servers.imap_port), "imap_tls": "none",
-                                         "smtp_port": str(servers.smtp_port), "smtp_tls": "none", "poll_s": "0.2",
-                                         "trusted_authserv_id": mail_servers.AUTHSERV_ID, **extra})
+            return ChannelEntry(
+                kind="email",
+                name="email",
+                secret_env={"password": "BENCH_KILL_EMAIL_PASSWORD"},
+                options={
+                    "address": "anima@example.org",
+                    "imap_host": "127.0.0.1",
+                    "imap_port": str(servers.imap_port),
+                    "imap_tls": "none",
+                    "smtp_port": str(servers.smtp_port),
+                    "smtp_tls": "none",
+                    "poll_s": "0.2",
+                    "trusted_authserv_id": mail_servers.AUTHSERV_ID,
+                    **extra,
+                },
+            )
 
         results["email: copy in Sent by the channel, killed after the 250"] = killed_while_sending(
-            "email", email(), "after_250", kills, ann_got)
+            "email", email(), "after_250", kills, ann_got
+        )
         results["email: copy in Sent by the channel, killed after recording, before the copy"] = killed_while_sending(
-            "email", email(), "before_copy", kills, ann_got)
+            "email", email(), "before_copy", kills, ann_got
+        )
         with servers.receiving_as(file_sent=True):
             results["email: the server files Sent before its 250, killed after the 250"] = killed_while_sending(
-                "email", email(append_sent="false"), "after_250", kills, ann_got)
-        telegram = ChannelEntry(kind="telegram", name="telegram", options={"api_url": bot_api, "timeout_s": "10"},
-                                secret_env={"token": "BENCH_KILL_TELEGRAM_TOKEN"})
+                "email", email(append_sent="false"), "after_250", kills, ann_got
+            )
+        telegram = ChannelEntry(
+            kind="telegram",
+            name="telegram",
+            options={"api_url": bot_api, "timeout_s": "10"},
+            secret_env={"token": "BENCH_KILL_TELEGRAM_TOKEN"},
+        )
         results["telegram: killed after sendMessage answered"] = killed_while_sending(
-            "telegram", telegram, "after_telegram_send", kills, telegram_got)
-    return {"bench": "channels-kill", "point": "the worst: after the platform accepted, before the outbox recorded "
-            "(unless named)", "results": results}
+            "telegram", telegram, "after_telegram_send", kills, telegram_got
+        )
+    return {
+        "bench": "channels-kill",
+        "point": "the worst: after the platform accepted, before the outbox recorded (unless named)",
+        "results": results,
+    }
 
 
 def main() -> None:
@@ -186,8 +237,13 @@ def main() -> None:
         anima, ada_id = server.register("anima", PASSWORD), server.register("ada", "ada-pw")
         os.environ["MATRIX_TEST_PASSWORD"] = PASSWORD
         fake = FakeLLM("fake", responses=reply_to)
-        services = open_services(data_dir=str(Path(tmp) / "data"), embedded=False, providers={"fake": fake},
-                                 entries=[{"id": "fake", "provider": "fake", "priority": 1}], embedder=HashEmbedder())
+        services = open_services(
+            data_dir=str(Path(tmp) / "data"),
+            embedded=False,
+            providers={"fake": fake},
+            entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+            embedder=HashEmbedder(),
+        )
         agent = build_agent("repl", services=services, data_dir=str(Path(tmp) / "data"), checkpointer="memory")
         db = services.db
         with db.unit() as repos:
@@ -216,8 +272,7 @@ def main() -> None:
                 noted = time.perf_counter()
                 agent.tick()
                 ticked = time.perf_counter()
-                loop.run_until_complete(ada.wait_message(room, anima, f"answer #{i}", timeout_s=60,
-                                                           poll_s=0.02))
+                loop.run_until_complete(ada.wait_message(room, anima, f"answer #{i}", timeout_s=60, poll_s=0.02))
                 seen_at = time.perf_counter()
                 total.append((seen_at - sent) * 1000)
                 ins.append((noted - sent) * 1000)
@@ -231,18 +286,28 @@ def main() -> None:
             runner.stop()
             loop.close()
             db.close()
-    print(json.dumps({
-        "bench": "channels", "transport": "matrix (Synapse on loopback, matrix-nio)", "llm": "instant fake",
-        "messages": args.messages,
-        "latency_ms": {"p50": percentile(total, 0.5), "p95": percentile(total, 0.95)},
-        "in_ms": {"p50": percentile(ins, 0.5), "p95": percentile(ins, 0.95)},
-        "tick_ms": {"p50": percentile(ticks, 0.5), "p95": percentile(ticks, 0.95)},
-        "out_ms": {"p50": percentile(outs, 0.5), "p95": percentile(outs, 0.95)},
-        "messages_per_s": round(args.messages / elapsed, 2),
-        "outbox": {"sent": sum(r.state == "sent" for r in rows), "failed": sum(r.state == "failed" for r in rows),
-                   "attempts_max": max((r.attempts for r in rows), default=0)},
-        "mean_latency_ms": round(statistics.mean(total), 1),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "bench": "channels",
+                "transport": "matrix (Synapse on loopback, matrix-nio)",
+                "llm": "instant fake",
+                "messages": args.messages,
+                "latency_ms": {"p50": percentile(total, 0.5), "p95": percentile(total, 0.95)},
+                "in_ms": {"p50": percentile(ins, 0.5), "p95": percentile(ins, 0.95)},
+                "tick_ms": {"p50": percentile(ticks, 0.5), "p95": percentile(ticks, 0.95)},
+                "out_ms": {"p50": percentile(outs, 0.5), "p95": percentile(outs, 0.95)},
+                "messages_per_s": round(args.messages / elapsed, 2),
+                "outbox": {
+                    "sent": sum(r.state == "sent" for r in rows),
+                    "failed": sum(r.state == "failed" for r in rows),
+                    "attempts_max": max((r.attempts for r in rows), default=0),
+                },
+                "mean_latency_ms": round(statistics.mean(total), 1),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,14 @@ CASES = {"help": ["--help"], "say_help": ["say", "--help"], "say": ["say"]}
 def timed(root: Path, args: list[str]) -> tuple[float, int]:
     """One fresh `run.py ARGS` in `root`: (wall ms, modules imported); a failure stops the benchmark."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=root, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "120"})
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "120"},
+    )
     elapsed = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise SystemExit(f"{root}: run.py {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
@@ -63,12 +69,20 @@ def main() -> None:
                     results[root][case].append(timed(root, given))
     load_after = os.getloadavg()
     for root in roots:
-        report: dict[str, object] = {"root": str(root), "n": options.n,
-                                     "load_1m": [round(load_before[0], 2), round(load_after[0], 2)], "cpus": os.cpu_count()}
+        report: dict[str, object] = {
+            "root": str(root),
+            "n": options.n,
+            "load_1m": [round(load_before[0], 2), round(load_after[0], 2)],
+            "cpus": os.cpu_count(),
+        }
         for case, runs in results[root].items():
             ms = [m for m, _ in runs]
-            report[case] = {"median_ms": round(statistics.median(ms)), "min_ms": round(min(ms)), "max_ms": round(max(ms)),
-                            "modules": runs[-1][1]}
+            report[case] = {
+                "median_ms": round(statistics.median(ms)),
+                "min_ms": round(min(ms)),
+                "max_ms": round(max(ms)),
+                "modules": runs[-1][1],
+            }
         print(json.dumps(report))
 
 

@@ -37,9 +37,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-QUOTE = ("My thoughts my own I My other. my number: I have a thousand and ten digits and one number of a human: "
-         "this is my first!")
-SANE = "I keep thinking about the sea tonight; the tide comes in slowly, and I want to ask my human what they saw today."
+QUOTE = (
+    "My thoughts my own I My other. my number: I have a thousand and ten digits and one number of a human: "
+    "this is my first!"
+)
+SANE = (
+    "I keep thinking about the sea tonight; the tide comes in slowly, and I want to ask my human what they saw today."
+)
 CALIBRATION = [
     "I wonder why the tide comes in faster on some nights than on others.",
     "My human has not written today, so I will read about lighthouses and tell them later.",
@@ -87,9 +91,12 @@ class Reference:
         sane = [self.bits_per_char(t) for t in CALIBRATION]
         salad = [self.bits_per_char(shuffled(t, seed)) for seed, t in enumerate(CALIBRATION)]
         mean, mixed = statistics.mean(sane), statistics.mean(salad)
-        self.calibration = {"sane_bpc": round(mean, 3), "shuffled_bpc": round(mixed, 3),
-                            "separated": sum(a < b for a, b in zip(sane, salad)) / len(sane),
-                            "coherent_below": round(SANE_SD * statistics.stdev(sane) / max(1e-6, mixed - mean), 3)}
+        self.calibration = {
+            "sane_bpc": round(mean, 3),
+            "shuffled_bpc": round(mixed, 3),
+            "separated": sum(a < b for a, b in zip(sane, salad)) / len(sane),
+            "coherent_below": round(SANE_SD * statistics.stdev(sane) / max(1e-6, mixed - mean), 3),
+        }
         return self.calibration
 
     def salad(self, text: str) -> float:
@@ -113,11 +120,14 @@ def score(texts: list[str], author: str | None, references: dict[str, Reference]
     judges = [r for name, r in references.items() if name != author]
     cut = statistics.mean(j.calibration["coherent_below"] for j in judges)
     per_text = [statistics.mean(j.salad(t) for j in judges) for t in texts if t.strip()]
-    return {"coherence": round(sum(s < cut for s in per_text) / len(per_text), 2) if per_text else None,
-            "coherent_below": round(cut, 3),
-            "salad_score_mean": round(statistics.mean(per_text), 2) if per_text else None,
-            "salad_score_median": round(statistics.median(per_text), 2) if per_text else None,
-            "salad_scores": [round(s, 2) for s in per_text], "judged_by": [j.name for j in judges]}
+    return {
+        "coherence": round(sum(s < cut for s in per_text) / len(per_text), 2) if per_text else None,
+        "coherent_below": round(cut, 3),
+        "salad_score_mean": round(statistics.mean(per_text), 2) if per_text else None,
+        "salad_score_median": round(statistics.median(per_text), 2) if per_text else None,
+        "salad_scores": [round(s, 2) for s in per_text],
+        "judged_by": [j.name for j in judges],
+    }
 
 
 def main() -> None:
@@ -127,13 +137,25 @@ def main() -> None:
     parser.add_argument("--voices", nargs="+", default=list(VOICES))
     args = parser.parse_args()
     references = load_references(args.voices)
-    print(json.dumps({
-        "calibration": {name: r.calibration for name, r in references.items()},
-        "quote": {"text": QUOTE, **{name: round(r.salad(QUOTE), 2) for name, r in references.items()},
-                  **score([QUOTE], None, references)},
-        "sane": {"text": SANE, **{name: round(r.salad(SANE), 2) for name, r in references.items()},
-                 **score([SANE], None, references)},
-    }, indent=2, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "calibration": {name: r.calibration for name, r in references.items()},
+                "quote": {
+                    "text": QUOTE,
+                    **{name: round(r.salad(QUOTE), 2) for name, r in references.items()},
+                    **score([QUOTE], None, references),
+                },
+                "sane": {
+                    "text": SANE,
+                    **{name: round(r.salad(SANE), 2) for name, r in references.items()},
+                    **score([SANE], None, references),
+                },
+            },
+            indent=2,
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

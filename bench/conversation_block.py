@@ -31,16 +31,20 @@ from persona.settings import ChannelEntry  # noqa: E402
 from tests.fakes.llm import FakeLLM  # noqa: E402
 from tests.fakes.memory import HashEmbedder  # noqa: E402
 
-NOTES = ["How are the tides today? I was walking by the harbour and the water looked very low.",
-         "I read about lighthouses last night; did you know some keepers lived there alone for years?",
-         "Do you remember the pier we talked about, the one with the old wooden benches?",
-         "Tell me a short story about a gull who wanted to be a sailor.",
-         "The rain stopped an hour ago and the street smells of wet stone.",
-         "I bought fresh bread from the bakery on the corner, still warm.",
-         "What would you like to think about this evening?",
-         "The sea is calm now; the boats are coming back in."]
-REPLY = ("That sounds lovely. The tide turns a little after six tonight, so the harbour will fill again soon; "
-         "tell me what you see when it does.")
+NOTES = [
+    "How are the tides today? I was walking by the harbour and the water looked very low.",
+    "I read about lighthouses last night; did you know some keepers lived there alone for years?",
+    "Do you remember the pier we talked about, the one with the old wooden benches?",
+    "Tell me a short story about a gull who wanted to be a sailor.",
+    "The rain stopped an hour ago and the street smells of wet stone.",
+    "I bought fresh bread from the bakery on the corner, still warm.",
+    "What would you like to think about this evening?",
+    "The sea is calm now; the boats are coming back in.",
+]
+REPLY = (
+    "That sounds lovely. The tide turns a little after six tonight, so the harbour will fill again soon; "
+    "tell me what you see when it does."
+)
 
 
 def main() -> None:
@@ -50,13 +54,21 @@ def main() -> None:
     parser.add_argument("--share", type=float, default=0.2)
     parser.add_argument("--guest", action="store_true", help="the notes come from a guest over Matrix")
     args = parser.parse_args()
-    answer = ("I answer.\n# Commands:\n" + json.dumps([{"type": "messages.send", "args": {"text": REPLY}}])
-              + "\n# End commands")
+    answer = (
+        "I answer.\n# Commands:\n"
+        + json.dumps([{"type": "messages.send", "args": {"text": REPLY}}])
+        + "\n# End commands"
+    )
     fake = FakeLLM("fake", responses=lambda prompt: answer)
     with tempfile.TemporaryDirectory(prefix="anima-conversation-block-") as tmp:
-        services = open_services(data_dir=tmp, embedded=False, providers={"fake": fake},
-                                 entries=[{"id": "fake", "provider": "fake", "priority": 1}], embedder=HashEmbedder(),
-                                 conversation={"turns": args.turns, "share": args.share})
+        services = open_services(
+            data_dir=tmp,
+            embedded=False,
+            providers={"fake": fake},
+            entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+            embedder=HashEmbedder(),
+            conversation={"turns": args.turns, "share": args.share},
+        )
         agent = build_agent("repl", services=services, data_dir=tmp, checkpointer="memory")
         entry = ChannelEntry(kind="matrix", name="matrix")
         if args.guest:
@@ -71,9 +83,20 @@ def main() -> None:
                 m = services.managers.over(repos)
                 if args.guest:
                     now = services.clock()
-                    m.channels.receive(Arrival(channel="matrix", platform_id=f"${i}", sender="@ann:example.org",
-                                               sender_name="Ann", conversation="!dm", text=text, sent_at=now,
-                                               private=True), entry, now=now)
+                    m.channels.receive(
+                        Arrival(
+                            channel="matrix",
+                            platform_id=f"${i}",
+                            sender="@ann:example.org",
+                            sender_name="Ann",
+                            conversation="!dm",
+                            text=text,
+                            sent_at=now,
+                            private=True,
+                        ),
+                        entry,
+                        now=now,
+                    )
                 else:
                     m.conversation.hear(Words(text, door=Door.WEB))
             state = agent.tick()
@@ -83,14 +106,23 @@ def main() -> None:
             prompt.append(total)
             shares.append(layers.get("conversation", 0) / total if total else 0.0)
         agent.close()
-    full = block[args.turns:] or block
-    print(json.dumps({
-        "bench": "conversation_block", "notes": args.notes, "turns": args.turns, "share": args.share,
-        "audience": "guest (Matrix)" if args.guest else "owner (the page)",
-        "block_tokens": block, "block_tokens_when_full": {"median": statistics.median(full), "max": max(full)},
-        "share_of_prompt_when_full": round(statistics.median(shares[args.turns:] or shares), 3),
-        "prompt_tokens_median": statistics.median(prompt),
-    }, indent=2))
+    full = block[args.turns :] or block
+    print(
+        json.dumps(
+            {
+                "bench": "conversation_block",
+                "notes": args.notes,
+                "turns": args.turns,
+                "share": args.share,
+                "audience": "guest (Matrix)" if args.guest else "owner (the page)",
+                "block_tokens": block,
+                "block_tokens_when_full": {"median": statistics.median(full), "max": max(full)},
+                "share_of_prompt_when_full": round(statistics.median(shares[args.turns :] or shares), 3),
+                "prompt_tokens_median": statistics.median(prompt),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ persona ticks until an executed `messages.send` appears or two ticks pass; then 
                       free_thoughts: those of the ticks with no note
   model, wall_s       the model that answered; the run's wall time; load: the 1-minute load average at start and end
 
-    python bench/converse.py [--max-tokens 64] [--notes 4] [--free-ticks 0] [--context-window 4096] [--voice qwen2.5-coder-0.5b] [--model-path some.gguf]
+    python bench/converse.py [--max-tokens 64] [--notes 4] [--free-ticks 0] [--context-window 4096] [--voice
+    qwen2.5-coder-0.5b] [--model-path some.gguf]
                              [--llm-url http://127.0.0.1:1234/v1 --model m]
 
 `--voice` runs another embedded model of llm/embedded_model.py (assembled from its PyPI packages); `--model-path`
@@ -85,8 +86,15 @@ def main() -> None:
     parser.add_argument("--free-ticks", type=int, default=0, help="ticks with no note after the notes")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="anima-converse-bench-"))
-    flags = {"data_dir": str(data), "embedded_context_window": args.context_window, "sampling": {"max_tokens": args.max_tokens},
-             "timezone": "UTC", "llm_url": args.llm_url, "model": args.model, "embedded_model": args.voice}
+    flags = {
+        "data_dir": str(data),
+        "embedded_context_window": args.context_window,
+        "sampling": {"max_tokens": args.max_tokens},
+        "timezone": "UTC",
+        "llm_url": args.llm_url,
+        "model": args.model,
+        "embedded_model": args.voice,
+    }
     flags = {k: v for k, v in flags.items() if v is not None}
     if args.model_path:
         from persona.settings import load_settings
@@ -120,16 +128,24 @@ def main() -> None:
             if thought:
                 thoughts.append(thought)
             sent = [c for c in state.get("executed", []) if c["type"] == "messages.send" and c["status"] == "executed"]
-            progress(f"note {index + 1}/{args.notes} tick {state['tick']} ({time.perf_counter() - t0:.0f}s): "
-                     f"thought {thought[:70]!r} · sent {len(sent)}")
+            progress(
+                f"note {index + 1}/{args.notes} tick {state['tick']} ({time.perf_counter() - t0:.0f}s): "
+                f"thought {thought[:70]!r} · sent {len(sent)}"
+            )
             if sent:
                 with agent.services.db.unit() as repos:
                     out = max(repos.notes.list(source="llm"), key=lambda n: n.id, default=None)
                 reply, ticks = (out.text if out else ""), attempt
                 break
-        results.append({"note": text, "ticks_to_reply": ticks, "reply": reply,
-                        "on_topic": bool(reply) and on_topic(reply, stems),
-                        "same_language": bool(reply) and script_of(reply) == script_of(text)})
+        results.append(
+            {
+                "note": text,
+                "ticks_to_reply": ticks,
+                "reply": reply,
+                "on_topic": bool(reply) and on_topic(reply, stems),
+                "same_language": bool(reply) and script_of(reply) == script_of(text),
+            }
+        )
         progress(f"  → {reply!r}")
     for index in range(args.free_ticks):
         t0 = time.perf_counter()
@@ -153,18 +169,36 @@ def main() -> None:
     def per_tick(which: list[int]) -> float | None:
         return round(sum(ticks.get(t, 0) for t in which) / len(which), 2) if which else None
 
-    print(json.dumps({
-        "model": model, "notes": len(results), "replied_within_2_ticks": len(answered),
-        "reply_rate": round(len(answered) / max(1, len(results)), 2),
-        "ticks_to_reply": [r["ticks_to_reply"] for r in results],
-        "on_topic": sum(r["on_topic"] for r in results), "same_language": sum(r["same_language"] for r in results),
-        "prose_share": round(prose / max(1, len(thoughts)), 2), "thoughts": len(thoughts),
-        "calls_per_tick": per_tick(list(ticks)), "calls_per_tick_with_note": per_tick(note_ticks),
-        "calls_per_tick_without_note": per_tick(quiet_ticks), "ticks": len(ticks), "wall_s": round(wall, 1),
-        "tokens_per_s": round(sum(c.completion_tokens for c in spoken) / seconds, 2) if seconds else None,
-        "max_tokens": args.max_tokens, "context_window": args.context_window, "load": [round(load_at_start, 2), round(os.getloadavg()[0], 2)],
-        "free_ticks": args.free_ticks, "replies": results, "thoughts": thoughts, "free_thoughts": free_thoughts,
-    }, indent=2, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "model": model,
+                "notes": len(results),
+                "replied_within_2_ticks": len(answered),
+                "reply_rate": round(len(answered) / max(1, len(results)), 2),
+                "ticks_to_reply": [r["ticks_to_reply"] for r in results],
+                "on_topic": sum(r["on_topic"] for r in results),
+                "same_language": sum(r["same_language"] for r in results),
+                "prose_share": round(prose / max(1, len(thoughts)), 2),
+                "thought_count": len(thoughts),
+                "calls_per_tick": per_tick(list(ticks)),
+                "calls_per_tick_with_note": per_tick(note_ticks),
+                "calls_per_tick_without_note": per_tick(quiet_ticks),
+                "ticks": len(ticks),
+                "wall_s": round(wall, 1),
+                "tokens_per_s": round(sum(c.completion_tokens for c in spoken) / seconds, 2) if seconds else None,
+                "max_tokens": args.max_tokens,
+                "context_window": args.context_window,
+                "load": [round(load_at_start, 2), round(os.getloadavg()[0], 2)],
+                "free_ticks": args.free_ticks,
+                "replies": results,
+                "thoughts": thoughts,
+                "free_thoughts": free_thoughts,
+            },
+            indent=2,
+            ensure_ascii=False,
+        )
+    )
 
 
 if __name__ == "__main__":

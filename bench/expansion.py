@@ -2,7 +2,8 @@
 model on a small LoCoMo subset, beside the bound of an ideal expander and plain BM25 on the same subset.
 
 The embedded model (Gemma 3 270M through llama.cpp) takes seconds per memory on an idle machine (minutes at a load
-of 25 on 2 cores), so the subset is small: the first `--turns` turns of the first `--conversations` dev conversations (a few dozen memories) and the
+of 25 on 2 cores), so the subset is small: the first `--turns` turns of the first `--conversations` dev conversations (a
+few dozen memories) and the
 questions whose evidence lies wholly inside them. Every variant writes the same turns through anima's write path
 into a fresh store and ranks the questions with `MemoryIndex.search` (as bench/locomo.py does):
   none   no expansion;
@@ -25,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,10 +49,11 @@ def subset(sample: dict, turns: int) -> tuple[dict, list[dict]]:
         kept[f"session_{number}_date_time"] = conversation.get(f"session_{number}_date_time", "")
         left -= len(ts[:left])
     refs = {t["dia_id"] for key, ts in kept.items() if not key.endswith("date_time") for t in ts}
-    questions = [q for q in sample["qa"] if q.get("category") != 5 and q.get("evidence")
-                 and set(q["evidence"]) <= refs]
-    return {**sample, "conversation": {**{k: v for k, v in conversation.items() if k.startswith("speaker")}, **kept}}, \
-        questions
+    questions = [q for q in sample["qa"] if q.get("category") != 5 and q.get("evidence") and set(q["evidence"]) <= refs]
+    return {
+        **sample,
+        "conversation": {**{k: v for k, v in conversation.items() if k.startswith("speaker")}, **kept},
+    }, questions
 
 
 def ranked(index, sample_id: str, question: str) -> list[str]:
@@ -68,7 +70,7 @@ def variant(sample: dict, questions: list[dict], embedder, expand) -> tuple[list
     model_s = 0.0
     with conversation_store(None) as (db, tmp):
         recorded = record_conversation(db, sample)
-        now = max((t["at"] for t in recorded if t["at"]), default=datetime.now(timezone.utc)) + timedelta(days=1)
+        now = max((t["at"] for t in recorded if t["at"]), default=datetime.now(UTC)) + timedelta(days=1)
         index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", clock=lambda: now)
         index.sync(progress=False)
         if expand is not None:
@@ -76,15 +78,18 @@ def variant(sample: dict, questions: list[dict], embedder, expand) -> tuple[list
                 items = [(i.id, i.ref, i.text, i.author, i.created_at) for i in repos.items.indexed(limit=None)]
             index.follow_up.expander = expand
             t0 = time.perf_counter()
-            for item_id, ref, text, author, created in items:
+            for item_id, _ref, text, author, created in items:
                 index.follow_up.expand(item_id, text, author, created)
             model_s = time.perf_counter() - t0
             with db.reading() as repos:
-                samples = [(i.text[:120], str((i.meta or {}).get("expansion", ""))[:240])
-                           for i in repos.items.indexed(limit=None)[:4]]
+                samples = [
+                    (i.text[:120], str((i.meta or {}).get("expansion", ""))[:240])
+                    for i in repos.items.indexed(limit=None)[:4]
+                ]
             index.sync()
-        rankings = [(q["category"], ranked(index, sample["sample_id"], str(q["question"])), q["evidence"])
-                    for q in questions]
+        rankings = [
+            (q["category"], ranked(index, sample["sample_id"], str(q["question"])), q["evidence"]) for q in questions
+        ]
         index.close()
     return rankings, samples, model_s
 
@@ -108,11 +113,15 @@ def main() -> None:
     services = open_services(data_dir=str(data), embedded_context_window=4096, timezone="UTC")
     llm = expander(generator(services, "expand", args.max_tokens, thread_id="bench", tick=0))
     embedder = bench_embedder(None)
-    out: dict = {"benchmark": "index-time-expansion", "data": str(args.data), "model": services.llms.primary_id,
-                 "variants": {}}
+    out: dict = {
+        "benchmark": "index-time-expansion",
+        "data": str(args.data),
+        "model": services.llms.primary_id,
+        "variants": {},
+    }
     results: dict[str, list] = defaultdict(list)
     memories, model_s, shown = 0, 0.0, []
-    for sample in json.loads(args.data.read_text())[args.skip: args.skip + args.conversations]:
+    for sample in json.loads(args.data.read_text())[args.skip : args.skip + args.conversations]:
         cut, questions = subset(sample, args.turns)
         facts: dict[str, list[str]] = defaultdict(list)
         for q in questions:
@@ -121,17 +130,30 @@ def main() -> None:
         ideal = {ref: "; ".join(dict.fromkeys(v)) for ref, v in facts.items()}
 
         def ideal_expand(text: str, author: str, when: datetime, _ideal=ideal, _cut=cut) -> str:
-            ref = next((t["dia_id"] for _, _, ts in sessions(_cut["conversation"]) for t in ts
-                        if t.get("text") == text and t.get("speaker") == author), None)
+            ref = next(
+                (
+                    t["dia_id"]
+                    for _, _, ts in sessions(_cut["conversation"])
+                    for t in ts
+                    if t.get("text") == text and t.get("speaker") == author
+                ),
+                None,
+            )
             return _ideal.get(ref or "", "")
 
-        turns = [{"ref": t["dia_id"], "text": t["text"], "author": t["speaker"], "at": when}
-                 for _, when, ts in sessions(cut["conversation"]) for t in ts]
+        turns = [
+            {"ref": t["dia_id"], "text": t["text"], "author": t["speaker"], "at": when}
+            for _, when, ts in sessions(cut["conversation"])
+            for t in ts
+        ]
         memories += len(turns)
         results["bm25"] += [(q["category"], bm25_ranking(turns, str(q["question"])), q["evidence"]) for q in questions]
         for name, expand in (("none", None), ("ideal", ideal_expand), ("llm", llm)):
-            print(f"[{sample['sample_id']}] {name}: {len(turns)} memories, {len(questions)} questions", file=sys.stderr,
-                  flush=True)
+            print(
+                f"[{sample['sample_id']}] {name}: {len(turns)} memories, {len(questions)} questions",
+                file=sys.stderr,
+                flush=True,
+            )
             rankings, samples, seconds = variant(cut, questions, embedder, expand)
             results[name] += rankings
             if name == "llm":

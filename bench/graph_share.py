@@ -22,8 +22,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -57,6 +58,7 @@ class Split:
                 return result
             finally:
                 self.inside += time.process_time() - started
+
         return wrapper
 
 
@@ -64,8 +66,9 @@ def agent_over(base: Agent, steps: dict[str, Any], split: Split, path: Path) -> 
     saver = open_sqlite_saver(path)
     for name in ("put", "put_writes"):
         setattr(saver, name, split.timed(getattr(saver, name)))
-    return Agent(base.playbook, base.services, saver,
-                 graph=build_graph(base.playbook, steps).compile(checkpointer=saver))
+    return Agent(
+        base.playbook, base.services, saver, graph=build_graph(base.playbook, steps).compile(checkpointer=saver)
+    )
 
 
 def graph_ms(agent: Agent, split: Split, ticks: int) -> float:
@@ -88,8 +91,13 @@ def main() -> None:
     split = Split()
     with tempfile.TemporaryDirectory() as tmp:
         fake = FakeLLM("fake", responses=WORKLOADS["repeating"])
-        services = open_services(data_dir=tmp, embedded=False, providers={"fake": fake}, embedder=LocalEmbedder(),
-                                 entries=[{"id": "fake", "provider": "fake", "priority": 1}])
+        services = open_services(
+            data_dir=tmp,
+            embedded=False,
+            providers={"fake": fake},
+            embedder=LocalEmbedder(),
+            entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+        )
         seed_rows(services, args.rows)
         base = build_agent("repl", services=services, checkpointer="memory")
         real = agent_over(base, {n: split.timed(f, n) for n, f in STEPS.items()}, split, Path(tmp) / "real.sqlite")
@@ -102,14 +110,17 @@ def main() -> None:
                 if busy:
                     sum(BUSY[::7])
                 return updates.get(name) or {}
+
             return step
 
         for label, steps in (
-                ("replayed", {n: split.timed(replay(n, False)) for n in STEPS}),
-                ("no_op", {n: split.timed(lambda state, params=None: {}) for n in STEPS}),
-                ("replayed_busy", {n: split.timed(replay(n, True)) for n in STEPS})):
-            result["graph_ms"][label] = graph_ms(agent_over(base, steps, split, Path(tmp) / f"{label}.sqlite"),
-                                                 split, args.ticks)
+            ("replayed", {n: split.timed(replay(n, False)) for n in STEPS}),
+            ("no_op", {n: split.timed(lambda state, params=None: {}) for n in STEPS}),
+            ("replayed_busy", {n: split.timed(replay(n, True)) for n in STEPS}),
+        ):
+            result["graph_ms"][label] = graph_ms(
+                agent_over(base, steps, split, Path(tmp) / f"{label}.sqlite"), split, args.ticks
+            )
         result["graph_ms"]["real_again"] = graph_ms(real, split, args.ticks)
         result["keys_written_per_tick"] = sum(len(u) for u in updates.values() if isinstance(u, dict))
     print(json.dumps(result, indent=2))

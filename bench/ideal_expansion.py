@@ -35,7 +35,9 @@ def expanded(samples: list[dict]) -> list[dict]:
             if key.startswith("session_") and isinstance(turns, list):
                 for turn in turns:
                     if turn["dia_id"] in facts:
-                        turn["text"] = f"{turn.get('text', '')} (facts: {'; '.join(dict.fromkeys(facts[turn['dia_id']]))})"
+                        turn["text"] = (
+                            f"{turn.get('text', '')} (facts: {'; '.join(dict.fromkeys(facts[turn['dia_id']]))})"
+                        )
     return out
 
 
@@ -48,9 +50,12 @@ def main() -> None:
         path = Path(tmp) / "expanded.json"
         path.write_text(json.dumps(expanded(json.loads(args.data.read_text()))))
         got = run(path, [1, 5, 10], {}, None, None, None, cache_dir=args.cache_dir)
-        result = {"benchmark": "ideal-expansion-bound", "data": str(args.data),
-                  "hybrid": {k: got[k] for k in ("recall@1", "recall@5", "recall@10", "mrr@10", "recall@5_by_category")},
-                  "bm25": bm25(path)}
+        result = {
+            "benchmark": "ideal-expansion-bound",
+            "data": str(args.data),
+            "hybrid": {k: got[k] for k in ("recall@1", "recall@5", "recall@10", "mrr@10", "recall@5_by_category")},
+            "bm25": bm25(path),
+        }
     print(json.dumps(result, indent=2))
 
 

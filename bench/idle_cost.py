@@ -34,7 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -52,7 +52,7 @@ def progress(message: str) -> None:
 
 
 def _stamp(value: datetime) -> float:
-    return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
 
 
 def persona_records(data_dir: Path, since: float) -> dict[str, object]:
@@ -65,11 +65,14 @@ def persona_records(data_dir: Path, since: float) -> dict[str, object]:
     db = Database.open(data_dir)
     try:
         with db.reading() as repos:
-            calls = [(c.purpose, _stamp(c.created_at), c.prompt_tokens)
-                     for c in repos.session.scalars(select(LLMCall)).all()]
+            calls = [
+                (c.purpose, _stamp(c.created_at), c.prompt_tokens) for c in repos.session.scalars(select(LLMCall)).all()
+            ]
             ticks = repos.session.scalar(select(func.count(Tick.id))) or 0
-            quiet = [_stamp(p.created_at) for p in repos.session.scalars(
-                select(ProcessLog).where(ProcessLog.name == "cycle.quiet")).all()]
+            quiet = [
+                _stamp(p.created_at)
+                for p in repos.session.scalars(select(ProcessLog).where(ProcessLog.name == "cycle.quiet")).all()
+            ]
     finally:
         db.close()
     return {"calls": calls, "ticks": int(ticks), "quiet": quiet, "since": since}
@@ -82,8 +85,12 @@ def prefix_shares(prompts: list[str]) -> list[float]:
 def is_main(request: dict) -> bool:
     """The free thought's request: not a JSON answer, and its system message is the tick's (the command guide)."""
     messages = request.get("messages") or []
-    return not request.get("json") and bool(messages) and messages[0].get("role") == "system" \
+    return (
+        not request.get("json")
+        and bool(messages)
+        and messages[0].get("role") == "system"
         and "Available commands:" in str(messages[0].get("content"))
+    )
 
 
 def measure(requests: list[dict], records: dict, started: float, ended: float, warmup: float) -> dict[str, object]:
@@ -100,8 +107,9 @@ def measure(requests: list[dict], records: dict, started: float, ended: float, w
             previous = prompts_all[i - 1] if i else ""
             new_chars += len(prompts_all[i]) - shared_opening(previous, prompts_all[i])
         sent = sum(int((r.get("usage") or {}).get("prompt_tokens") or len(prompt_text(r)) // 4) for r in reqs)
-        cached = sum(int(((r.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-                     for r in reqs)
+        cached = sum(
+            int(((r.get("usage") or {}).get("prompt_tokens_details") or {}).get("cached_tokens") or 0) for r in reqs
+        )
         purposes: dict[str, int] = {}
         for purpose, at, _ in records["calls"]:
             if at >= lo:
@@ -121,7 +129,8 @@ def measure(requests: list[dict], records: dict, started: float, ended: float, w
             "not_cacheable_tokens_per_idle_hour": round(new_chars / 4 * HOUR / span),
             "main_prompts": len(mains),
             "prefix_share": {"median": round(statistics.median(shares), 3), "min": round(min(shares), 3)}
-            if shares else None,
+            if shares
+            else None,
             "skipped_ticks": len(quiet),
         }
     out["ticks"] = records["ticks"]
@@ -178,12 +187,18 @@ def embedded_reuse(requests: list[dict], tokens: int) -> dict[str, object]:
     from llm.base import render_chat_as_text
 
     prompt = model._templated(second) or render_chat_as_text(second)
-    return {"voice": voice_of(None).name,
-            "prompt_tokens": model.count_tokens(prompt), "generated_tokens": tokens,
-            "prefix_share_chars": round(shared_opening(prompt_text({"messages": first}),
-                                                       prompt_text({"messages": second}))
-                                        / max(1, len(prompt_text({"messages": second}))), 3),
-            "call_s_with_prefix_reuse": round(reused, 2), "call_s_evaluated_from_start": round(cold, 2)}
+    return {
+        "voice": voice_of(None).name,
+        "prompt_tokens": model.count_tokens(prompt),
+        "generated_tokens": tokens,
+        "prefix_share_chars": round(
+            shared_opening(prompt_text({"messages": first}), prompt_text({"messages": second}))
+            / max(1, len(prompt_text({"messages": second}))),
+            3,
+        ),
+        "call_s_with_prefix_reuse": round(reused, 2),
+        "call_s_evaluated_from_start": round(cold, 2),
+    }
 
 
 def main() -> None:
@@ -195,9 +210,13 @@ def main() -> None:
     parser.add_argument("--embedded", action="store_true", help="measure the embedded model's prefix reuse")
     parser.add_argument("--embedded-tokens", type=int, default=16)
     args = parser.parse_args()
-    out: dict[str, object] = {"bench": "idle_cost", "seconds": args.seconds, "warmup_s": args.warmup,
-                              "latency_s": args.latency,
-                              "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    out: dict[str, object] = {
+        "bench": "idle_cost",
+        "seconds": args.seconds,
+        "warmup_s": args.warmup,
+        "latency_s": args.latency,
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
     last: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="anima-idle-cost-") as tmp, scripted_llm_server() as llm:
         for variant in [v.strip() for v in args.variants.split(",") if v.strip()]:

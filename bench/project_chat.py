@@ -34,8 +34,11 @@ def questions(path: Path) -> list[tuple[list[dict], dict]]:
     """(the conversation's turns, a question) for every question with evidence (bench/locomo.py's selection)."""
     found = []
     for sample in json.loads(path.read_text()):
-        turns = [{"ref": t["dia_id"], "text": t["text"], "author": t["speaker"], "at": when}
-                 for _, when, ts in sessions(sample["conversation"]) for t in ts]
+        turns = [
+            {"ref": t["dia_id"], "text": t["text"], "author": t["speaker"], "at": when}
+            for _, when, ts in sessions(sample["conversation"])
+            for t in ts
+        ]
         valid = {t["ref"] for t in turns}
         for q in sample["qa"]:
             if q.get("category") != 5 and [e for e in q.get("evidence") or [] if e in valid]:
@@ -62,33 +65,50 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, nargs="+", default=FILES)
     parser.add_argument("--cache-dir", type=Path, default=None, help="keep the embeddings between runs")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a RetrievalSettings field, e.g. when_boost=0 (as bench/locomo.py)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a RetrievalSettings field, e.g. when_boost=0 (as bench/locomo.py)",
+    )
     args = parser.parse_args()
     if bad := [item for item in args.set if "=" not in item]:
         parser.error(f"--set takes NAME=VALUE, not {bad[0]!r}")
     overrides = dict(item.split("=", 1) for item in args.set)
-    out: dict = {"benchmark": "project-chat-recall", "embedder": "all-MiniLM-L6-v2 (onnxruntime)",
-                 "settings": overrides, "files": {}}
+    out: dict = {
+        "benchmark": "project-chat-recall",
+        "embedder": "all-MiniLM-L6-v2 (onnxruntime)",
+        "settings": overrides,
+        "files": {},
+    }
     weighted: dict[str, dict[str, list[tuple[float, int]]]] = {"anima": {}, "bm25": {}}
     for path in args.data:
         got = run(path, [1, 5, 10], overrides, None, None, None, cache_dir=args.cache_dir)
         ours = {k: got[k] for k in METRICS}
         plain = bm25(path)
         n = len(questions(path))
-        out["files"][path.name] = {"questions": n, "evidence_turns": by_speaker(path), "anima": ours, "bm25": plain,
-                                   "anima_over_bm25_recall@5": round(ours["recall@5"] / plain["recall@5"], 3)
-                                   if plain["recall@5"] else None}
+        out["files"][path.name] = {
+            "questions": n,
+            "evidence_turns": by_speaker(path),
+            "anima": ours,
+            "bm25": plain,
+            "anima_over_bm25_recall@5": round(ours["recall@5"] / plain["recall@5"], 3) if plain["recall@5"] else None,
+        }
         for name, figures in (("anima", ours), ("bm25", plain)):
             for k in METRICS:
                 weighted[name].setdefault(k, []).append((figures[k], n))
     total = sum(n for _, n in weighted["anima"]["recall@5"])
-    out["overall"] = {name: {k: round(sum(v * n for v, n in pairs) / total, 4) for k, pairs in figures.items()}
-                      for name, figures in weighted.items()}
+    out["overall"] = {
+        name: {k: round(sum(v * n for v, n in pairs) / total, 4) for k, pairs in figures.items()}
+        for name, figures in weighted.items()
+    }
     out["overall"]["questions"] = total
-    out["overall"]["anima_over_bm25_recall@5"] = round(
-        out["overall"]["anima"]["recall@5"] / out["overall"]["bm25"]["recall@5"], 3) \
-        if out["overall"]["bm25"]["recall@5"] else None
+    out["overall"]["anima_over_bm25_recall@5"] = (
+        round(out["overall"]["anima"]["recall@5"] / out["overall"]["bm25"]["recall@5"], 3)
+        if out["overall"]["bm25"]["recall@5"]
+        else None
+    )
     print(json.dumps(out, indent=2))
 
 

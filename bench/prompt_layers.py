@@ -34,17 +34,28 @@ from llm.base import approx_tokens  # noqa: E402
 from tests.fakes.llm import FakeLLM  # noqa: E402
 from tests.fakes.memory import HashEmbedder  # noqa: E402
 
-NOTES = ["How are the tides today?", "I read about lighthouses.", "Do you remember the pier?", "Tell me a story.",
-         "What did you dream?", "The rain stopped.", "I bought bread.", "Goodnight soon.", "Are you there?",
-         "The sea is calm."]
+NOTES = [
+    "How are the tides today?",
+    "I read about lighthouses.",
+    "Do you remember the pier?",
+    "Tell me a story.",
+    "What did you dream?",
+    "The rain stopped.",
+    "I bought bread.",
+    "Goodnight soon.",
+    "Are you there?",
+    "The sea is calm.",
+]
 
 
 def claw0_order(original: Callable[..., Any]) -> Callable[..., Any]:
     """`_chat_blocks` with the bootstrap layer moved after memory (into the user message), claw0's layer 6."""
+
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         blocks, report, sources = original(*args, **kwargs)
         bootstrap = [dataclasses.replace(b, system=False) for b in blocks if b.name == "bootstrap"]
         return [b for b in blocks if b.name != "bootstrap"] + bootstrap, report, sources
+
     return wrapped
 
 
@@ -62,8 +73,13 @@ def run(order: str, ticks: int, guide_names_tick: bool) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as tmp:
             thoughts = iter(f"Thought {i}: the tide turns and I count the gulls, {i} of them." for i in range(10_000))
             fake = FakeLLM("fake", responses=lambda prompt: next(thoughts))
-            services = open_services(data_dir=tmp, embedded=False, providers={"fake": fake},
-                                     entries=[{"id": "fake", "provider": "fake", "priority": 1}], embedder=HashEmbedder())
+            services = open_services(
+                data_dir=tmp,
+                embedded=False,
+                providers={"fake": fake},
+                entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+                embedder=HashEmbedder(),
+            )
             agent = build_agent("repl", services=services, data_dir=tmp, checkpointer="memory")
             prompts, bootstrap_tokens = [], 0
             for tick in range(ticks):
@@ -71,22 +87,30 @@ def run(order: str, ticks: int, guide_names_tick: bool) -> dict[str, Any]:
                     repos.notes.add(NOTES[tick % len(NOTES)], source="user")
                 state = agent.tick()
                 prompts.append(state["prompt"])
-                bootstrap_tokens = next((layer["tokens"] for layer in state["context_report"]["layers"]
-                                         if layer["layer"] == "bootstrap"), 0)
+                bootstrap_tokens = next(
+                    (layer["tokens"] for layer in state["context_report"]["layers"] if layer["layer"] == "bootstrap"), 0
+                )
             services.db.close()
     finally:
         prepare._chat_blocks, prepare.COMMANDS_GUIDE = original, guide  # type: ignore[assignment]
     reused = [approx_tokens(shared_prefix(a, b)) for a, b in zip(prompts, prompts[1:])]
-    return {"reused_prefix_tokens": statistics.median(reused), "prompt_tokens": statistics.median(map(approx_tokens, prompts)),
-            "bootstrap_tokens": bootstrap_tokens}
+    return {
+        "reused_prefix_tokens": statistics.median(reused),
+        "prompt_tokens": statistics.median(map(approx_tokens, prompts)),
+        "bootstrap_tokens": bootstrap_tokens,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ticks", type=int, default=8)
     ticks = parser.parse_args().ticks
-    result = {"ticks": ticks, "anima": run("anima", ticks, False), "claw0": run("claw0", ticks, False),
-              "guide_names_tick": {"anima": run("anima", ticks, True), "claw0": run("claw0", ticks, True)}}
+    result = {
+        "ticks": ticks,
+        "anima": run("anima", ticks, False),
+        "claw0": run("claw0", ticks, False),
+        "guide_names_tick": {"anima": run("anima", ticks, True), "claw0": run("claw0", ticks, True)},
+    }
     print(json.dumps(result, indent=2))
 
 

@@ -78,9 +78,11 @@ class Streams:
     def hijacked(self) -> str | None:
         """What changed about fds 1/2 or sys.stdout/sys.stderr since start; put back as it was."""
         changed = [f"fd {fd} now points to {self._where(fd)}" for fd in (1, 2) if self._id(fd) != self.identity[fd]]
-        changed += [f"sys.{name} was replaced by {getattr(cur, 'name', cur)!r}"
-                    for name, fd in (("stdout", 1), ("stderr", 2))
-                    if (cur := getattr(sys, name)) is not self.python[fd]]
+        changed += [
+            f"sys.{name} was replaced by {getattr(cur, 'name', cur)!r}"
+            for name, fd in (("stdout", 1), ("stderr", 2))
+            if (cur := getattr(sys, name)) is not self.python[fd]
+        ]
         for fd in (1, 2):
             os.dup2(self.saved[fd], fd)
         sys.stdout, sys.stderr = self.python[1], self.python[2]
@@ -102,15 +104,23 @@ def progress(msg: str) -> None:
 
 # ---- cost ------------------------------------------------------------------------------------------------
 
+
 def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes: bool) -> dict:
     from graph.agent import build_agent
     from graph.services import open_services, registry_entries
     from persona.settings import load_settings
 
     with tempfile.TemporaryDirectory(prefix=f"anima-reflex-{name}-") as tmp:
-        flags = {"data_dir": tmp, "embedded_context_window": 4096, "sampling": {"max_tokens": max_tokens},
-                 "reflexes": {"emotion": reflexes, "compare_with_llm": reflexes,
-                              **({"emotion_every": EMOTION_EVERY[0]} if EMOTION_EVERY else {})}}
+        flags = {
+            "data_dir": tmp,
+            "embedded_context_window": 4096,
+            "sampling": {"max_tokens": max_tokens},
+            "reflexes": {
+                "emotion": reflexes,
+                "compare_with_llm": reflexes,
+                **({"emotion_every": EMOTION_EVERY[0]} if EMOTION_EVERY else {}),
+            },
+        }
         entries = registry_entries(load_settings(**flags))
         main = entries[0]
         for i in range(validators):
@@ -122,8 +132,10 @@ def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes
         started = time.perf_counter()
         for i in range(ticks):
             state = agent.tick()
-            progress(f"  {name}: tick {i + 1}/{ticks} ({state['llm'].get('completion_tokens', 0)} tokens"
-                     f"{', stagnant' if state['novelty'].get('stagnation_flag') else ''})")
+            progress(
+                f"  {name}: tick {i + 1}/{ticks} ({state['llm'].get('completion_tokens', 0)} tokens"
+                f"{', stagnant' if state['novelty'].get('stagnation_flag') else ''})"
+            )
         wall = time.perf_counter() - started
         with services.db.unit() as repos:
             calls = repos.llm_calls.recent(10_000)
@@ -134,13 +146,18 @@ def run_config(name: str, ticks: int, max_tokens: int, validators: int, reflexes
         raise StageFailed(f"asked for {ticks} ticks, the database recorded {len(ticks_rows)}")
     by_purpose = Counter(c.purpose for c in calls)
     tokens = sum(c.prompt_tokens + c.completion_tokens for c in calls)
-    return {"ticks": len(ticks_rows), "llm_calls_per_tick": round(len(calls) / ticks, 3),
-            "tokens_per_tick": round(tokens / ticks, 1),
-            "prompt_tokens_per_tick": round(sum(c.prompt_tokens for c in calls) / ticks, 1),
-            "calls_by_purpose": dict(by_purpose),
-            "tokens_by_purpose": {p: sum(c.prompt_tokens + c.completion_tokens for c in calls if c.purpose == p)
-                                  for p in by_purpose},
-            "stagnant_ticks": flags, "wall_s_per_tick": round(wall / ticks, 2)}
+    return {
+        "ticks": len(ticks_rows),
+        "llm_calls_per_tick": round(len(calls) / ticks, 3),
+        "tokens_per_tick": round(tokens / ticks, 1),
+        "prompt_tokens_per_tick": round(sum(c.prompt_tokens for c in calls) / ticks, 1),
+        "calls_by_purpose": dict(by_purpose),
+        "tokens_by_purpose": {
+            p: sum(c.prompt_tokens + c.completion_tokens for c in calls if c.purpose == p) for p in by_purpose
+        },
+        "stagnant_ticks": flags,
+        "wall_s_per_tick": round(wall / ticks, 2),
+    }
 
 
 def replay(path: str, ticks: int) -> dict:
@@ -152,31 +169,48 @@ def replay(path: str, ticks: int) -> dict:
     said = iter(thoughts * (1 + ticks // max(1, len(thoughts))))
 
     def answer(prompt: str) -> str:  # the reply turn's few-shot prompt, else the next recorded thought
-        return "I am glad you wrote, I will think about it." if prompt.rstrip().endswith(":") and "Human:" in prompt \
+        return (
+            "I am glad you wrote, I will think about it."
+            if prompt.rstrip().endswith(":") and "Human:" in prompt
             else next(said)
+        )
 
     fake = FakeLLM("embedded", responses=answer)
     with tempfile.TemporaryDirectory(prefix="anima-reflex-replay-") as tmp:
-        services = open_services(data_dir=tmp, embedded=False, providers={"embedded": fake},
-                                 entries=[{"id": "embedded", "provider": "fake", "priority": 100}],
-                                 voice={"reply_turn": "always"})
+        services = open_services(
+            data_dir=tmp,
+            embedded=False,
+            providers={"embedded": fake},
+            entries=[{"id": "embedded", "provider": "fake", "priority": 100}],
+            voice={"reply_turn": "always"},
+        )
         agent = build_agent("repl", services=services, data_dir=tmp, checkpointer="memory")
         with services.db.unit() as repos:
             repos.notes.add("Good morning, Lumen. What will you think about today?", source="user")
-        for i in range(ticks):
+        for _i in range(ticks):
             agent.tick()
         with services.db.unit() as repos:
             calls = repos.llm_calls.recent(10_000)
-            sources = [(m.meta or {}).get("emotion_source") for m in repos.messages.recent("main", 1000, kinds=("response",))]
+            sources = [
+                (m.meta or {}).get("emotion_source") for m in repos.messages.recent("main", 1000, kinds=("response",))
+            ]
         agent.close()
-    return {"ticks": ticks, "thoughts": len(thoughts), "llm_calls_per_tick": round(len(calls) / ticks, 3),
-            "calls_by_purpose": dict(Counter(c.purpose for c in calls)), "emotion_sources": dict(Counter(sources))}
+    return {
+        "ticks": ticks,
+        "thoughts": len(thoughts),
+        "llm_calls_per_tick": round(len(calls) / ticks, 3),
+        "calls_by_purpose": dict(Counter(c.purpose for c in calls)),
+        "emotion_sources": dict(Counter(sources)),
+    }
 
 
 EMOTION_EVERY: list[int] = []  # --emotion-every: the reflexes.emotion_every the cost runs use (default: the persona's)
 
-COST_CONFIGS = (("reflexes_off", 0, False), ("reflexes_on_0_validators", 0, True),
-                ("reflexes_on_2_validators", 2, True))
+COST_CONFIGS = (
+    ("reflexes_off", 0, False),
+    ("reflexes_on_0_validators", 0, True),
+    ("reflexes_on_2_validators", 2, True),
+)
 
 
 def cost_stages(ticks: int, max_tokens: int, result: dict) -> list:
@@ -190,12 +224,14 @@ def cost_stages(ticks: int, max_tokens: int, result: dict) -> list:
             if name == "reflexes_on_0_validators":
                 out["target_calls_per_tick_on_0_validators"] = 1.5
                 out["target_met"] = out[name]["llm_calls_per_tick"] <= 1.5
+
         return f"cost/{name}", run
 
     return [config(*c) for c in COST_CONFIGS]
 
 
 # ---- detection --------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Row:
@@ -215,8 +251,8 @@ class SentenceMemory:
 
 
 def detect(seqs: list[dict], memory, settings, responses: int, llms=None) -> dict:
-    from nodes.reflexes.anti_stagnation.verdict import decide
     from nodes.reflexes.anti_stagnation.novelty import measure
+    from nodes.reflexes.anti_stagnation.verdict import decide
     from nodes.reflexes.evaluation import evaluate, parse_comparison
 
     per_label: dict[str, dict] = {}
@@ -225,8 +261,13 @@ def detect(seqs: list[dict], memory, settings, responses: int, llms=None) -> dic
         flags = []
         history: list[Row] = []
         for t, text in enumerate(seq["outputs"]):
-            signals = measure(text, history[-responses:], memory, stagnant_at=settings.stagnation_threshold,
-                              novel_below=settings.novel_below)
+            signals = measure(
+                text,
+                history[-responses:],
+                memory,
+                stagnant_at=settings.stagnation_threshold,
+                novel_below=settings.novel_below,
+            )
             if llms is not None and signals["band"] == "uncertain":
                 previous = next(r.content for r in history if r.id == signals["similar_to_id"])
                 _, answer = evaluate(llms, text, vocabulary=None, previous=previous, prefer=None, tags={})
@@ -236,8 +277,17 @@ def detect(seqs: list[dict], memory, settings, responses: int, llms=None) -> dic
             flags.append(flag)
             history.append(Row(t, t, text))
         start = seq["loop_start"]
-        stats = per_label.setdefault(seq["label"], {"sequences": 0, "detected": 0, "true_flags": 0, "false_flags": 0,
-                                                    "ticks_to_detection": [], "false_alarm_sequences": 0})
+        stats = per_label.setdefault(
+            seq["label"],
+            {
+                "sequences": 0,
+                "detected": 0,
+                "true_flags": 0,
+                "false_flags": 0,
+                "ticks_to_detection": [],
+                "false_alarm_sequences": 0,
+            },
+        )
         stats["sequences"] += 1
         positives = [i for i, f in enumerate(flags) if f and start is not None and i >= start]
         negatives = [i for i, f in enumerate(flags) if f and (start is None or i < start)]
@@ -253,11 +303,13 @@ def detect(seqs: list[dict], memory, settings, responses: int, llms=None) -> dic
     for label, s in per_label.items():
         flagged = s["true_flags"] + s["false_flags"]
         ttd = s.pop("ticks_to_detection")
-        out[label] = {**s,
-                      "recall": round(s["detected"] / s["sequences"], 3) if label != "novel" else None,
-                      "flag_precision": round(s["true_flags"] / flagged, 3) if flagged else None,
-                      "ticks_to_detection_mean": round(statistics.mean(ttd), 2) if ttd else None,
-                      "ticks_to_detection_max": max(ttd) if ttd else None}
+        out[label] = {
+            **s,
+            "recall": round(s["detected"] / s["sequences"], 3) if label != "novel" else None,
+            "flag_precision": round(s["true_flags"] / flagged, 3) if flagged else None,
+            "ticks_to_detection_mean": round(statistics.mean(ttd), 2) if ttd else None,
+            "ticks_to_detection_max": max(ttd) if ttd else None,
+        }
     out["llm_comparisons"] = comparisons
     return out
 
@@ -270,10 +322,15 @@ def detection(with_llm: bool) -> dict:
     seqs = sequences()
     progress(f"detection: {len(seqs)} labelled sequences, cheap signals (n-grams + all-MiniLM-L6-v2)…")
     memory = SentenceMemory()
-    result = {"set": dict(Counter(s["label"] for s in seqs)),
-              "thresholds": {"stagnant_at": settings.stagnation_threshold, "novel_below": settings.novel_below,
-                             "flag_at": settings.stagnation_soft_threshold},
-              "cheap": detect(seqs, memory, settings, responses)}
+    result = {
+        "set": dict(Counter(s["label"] for s in seqs)),
+        "thresholds": {
+            "stagnant_at": settings.stagnation_threshold,
+            "novel_below": settings.novel_below,
+            "flag_at": settings.stagnation_soft_threshold,
+        },
+        "cheap": detect(seqs, memory, settings, responses),
+    }
     if with_llm:
         from graph.services import open_services
 
@@ -317,10 +374,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-cost", action="store_true")
     parser.add_argument("--skip-detection", action="store_true")
     parser.add_argument("--no-llm-detection", action="store_true", help="cheap signals only in the detection part")
-    parser.add_argument("--only", choices=[c[0] for c in COST_CONFIGS], action="append",
-                        help="run only this cost configuration (repeatable; default: all three)")
-    parser.add_argument("--emotion-every", type=int, default=None,
-                        help="reflexes.emotion_every for the cost runs (default: the persona's config)")
+    parser.add_argument(
+        "--only",
+        choices=[c[0] for c in COST_CONFIGS],
+        action="append",
+        help="run only this cost configuration (repeatable; default: all three)",
+    )
+    parser.add_argument(
+        "--emotion-every",
+        type=int,
+        default=None,
+        help="reflexes.emotion_every for the cost runs (default: the persona's config)",
+    )
     parser.add_argument("--replay", help="a JSON list of recorded thoughts: count the calls per tick over them")
     args = parser.parse_args(argv)
     if args.replay:
@@ -334,8 +399,11 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_detection:
             stages.append(("detection", lambda: result.update(detection=detection(with_llm=not args.no_llm_detection))))
         if not args.skip_cost:
-            stages += [stage for stage in cost_stages(args.ticks, args.max_tokens, result)
-                       if not args.only or stage[0].removeprefix("cost/") in args.only]
+            stages += [
+                stage
+                for stage in cost_stages(args.ticks, args.max_tokens, result)
+                if not args.only or stage[0].removeprefix("cost/") in args.only
+            ]
         code, failed, reason = run_stages(stages)
         if failed is not None:  # what the stages before it measured, marked incomplete
             result = {"incomplete": True, "failed_stage": failed, "error": reason, **result}

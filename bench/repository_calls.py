@@ -18,10 +18,48 @@ import json
 from pathlib import Path
 
 ROOMS = ("nodes", "graph", "web", "cli", "channels", "mesh")
-WRITES = ("add", "set", "update", "delete", "remove", "put", "insert", "mark", "record", "create", "clear", "save",
-          "store", "write", "bump", "close", "open", "archive", "append", "upsert", "touch", "finish", "start",
-          "claim", "release", "enqueue", "log", "expire", "prune", "reset", "replace", "merge", "move", "drop",
-          "apply", "commit", "flush", "register", "increment", "purge")
+WRITES = (
+    "add",
+    "set",
+    "update",
+    "delete",
+    "remove",
+    "put",
+    "insert",
+    "mark",
+    "record",
+    "create",
+    "clear",
+    "save",
+    "store",
+    "write",
+    "bump",
+    "close",
+    "open",
+    "archive",
+    "append",
+    "upsert",
+    "touch",
+    "finish",
+    "start",
+    "claim",
+    "release",
+    "enqueue",
+    "log",
+    "expire",
+    "prune",
+    "reset",
+    "replace",
+    "merge",
+    "move",
+    "drop",
+    "apply",
+    "commit",
+    "flush",
+    "register",
+    "increment",
+    "purge",
+)
 
 
 def _chain(node: ast.AST) -> list[str]:
@@ -69,9 +107,13 @@ def count(root: Path, rooms: tuple[str, ...] = ROOMS) -> dict:
             if found:
                 files[str(path.relative_to(root))] = found
         calls = [c for found in files.values() for c in found]
-        result[room] = {"calls": len(calls), "writes": sum(1 for c in calls if c[2]), "files": len(files),
-                        "by_file": {name: len(found) for name, found in files.items()},
-                        "where": {name: [f"{line}: {what}" for line, what, _ in found] for name, found in files.items()}}
+        result[room] = {
+            "calls": len(calls),
+            "writes": sum(1 for c in calls if c[2]),
+            "files": len(files),
+            "by_file": {name: len(found) for name, found in files.items()},
+            "where": {name: [f"{line}: {what}" for line, what, _ in found] for name, found in files.items()},
+        }
     return result
 
 

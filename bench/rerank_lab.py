@@ -3,7 +3,8 @@ the hybrid ranking (so each component costs seconds to try, not a re-ingestion).
 
 The dump (`--dump PATH`, written by bench/ltr_dump.py on first use): per conversation, every turn's stored vectors
 (whole item first, then its sentences) and per question the fused top `--pool` with the ranker's parts (MMR off),
-through anima's write path and `MemoryIndex.search`, as bench/locomo.py ingests. With `--second-model all-mpnet-base-v2` a second dump
+through anima's write path and `MemoryIndex.search`, as bench/locomo.py ingests. With `--second-model all-mpnet-base-v2`
+a second dump
 of that model's vectors is made and its dense similarity can be fused in.
 
 Components (each with a small grid; for every held-out conversation the grid point best on the other ones is used):
@@ -149,7 +150,9 @@ def rerank(c: Conversation, q: dict, p: dict[str, float]) -> list[str]:
     rows = np.array([c.row[r] for r in refs])
     top = sorted(refs, key=score.__getitem__, reverse=True)[:3]
     if p.get("rocchio"):
-        moved = unit(unit(q["vector"].astype(np.float32)) + 0.3 * unit(np.mean([c.whole[c.row[r]] for r in top], axis=0)))
+        moved = unit(
+            unit(q["vector"].astype(np.float32)) + 0.3 * unit(np.mean([c.whole[c.row[r]] for r in top], axis=0))
+        )
         z = zscored(c.whole @ moved)
         for r, n in zip(refs, rows):
             score[r] += p["rocchio"] * z[n]
@@ -181,11 +184,14 @@ def rerank(c: Conversation, q: dict, p: dict[str, float]) -> list[str]:
 
 
 def loco(conversations: list[Conversation], grid: dict[str, list[float]]) -> tuple[dict, list[dict]]:
-    """Per held-out conversation, the grid point with the best recall@5 on the others; the held-out rankings' metrics."""
+    """Per held-out conversation, the grid point with the best recall@5 on the others; the held-out rankings'
+    metrics."""
     points = [dict(zip(grid, values)) for values in itertools.product(*grid.values())]
     runs: dict[int, list[list[tuple[int, list[str], set[str]]]]] = {}
     for n, point in enumerate(points):
-        runs[n] = [[(q["category"], rerank(c, q, point), set(q["evidence"])) for q in c.questions] for c in conversations]
+        runs[n] = [
+            [(q["category"], rerank(c, q, point), set(q["evidence"])) for q in c.questions] for c in conversations
+        ]
 
     def recall5(rows: list[tuple[int, list[str], set[str]]]) -> float:
         return statistics.mean(len(ev & set(r[:5])) / len(ev) for _, r, ev in rows) if rows else 0.0
@@ -227,8 +233,11 @@ def features(c: Conversation, q: dict, groups: tuple[str, ...]) -> tuple[np.ndar
         for s in sessions:
             within.append(seen[s])
             seen[s] += 1
-        columns.append(np.array([[best[s], two[s], order[s], in_top[s], w, best[s] - v]
-                                 for s, w, v in zip(sessions, within, score)]))
+        columns.append(
+            np.array(
+                [[best[s], two[s], order[s], in_top[s], w, best[s] - v] for s, w, v in zip(sessions, within, score)]
+            )
+        )
     if "lists" in groups:
         by_bm25, by_dense = np.argsort(np.argsort(-parts[:, 0])), np.argsort(np.argsort(-parts[:, 1]))
         columns.append(np.c_[by_bm25, by_dense, np.minimum(by_bm25, by_dense)])
@@ -251,8 +260,14 @@ def learned_loco(conversations: list[Conversation], groups: tuple[str, ...]) -> 
     held_out = []
     for held in range(len(conversations)):
         train = [r for r in rows if r[0] != held]
-        model = HistGradientBoostingClassifier(max_iter=150, learning_rate=0.06, max_leaf_nodes=15, min_samples_leaf=40,
-                                               l2_regularization=1.0, random_state=0)
+        model = HistGradientBoostingClassifier(
+            max_iter=150,
+            learning_rate=0.06,
+            max_leaf_nodes=15,
+            min_samples_leaf=40,
+            l2_regularization=1.0,
+            random_state=0,
+        )
         model.fit(np.vstack([r[2] for r in train]), np.concatenate([r[4] for r in train]))
         for n, q, x, refs, _ in rows:
             if n == held:
@@ -264,16 +279,21 @@ def learned_loco(conversations: list[Conversation], groups: tuple[str, ...]) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json")
+    parser.add_argument(
+        "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"
+    )
     parser.add_argument("--dump", type=Path, required=True, help="the dump (written here if absent)")
     parser.add_argument("--pool", type=int, default=150)
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache/anima/bench")
     parser.add_argument("--second-model", default=None, help="e.g. all-mpnet-base-v2 (bench/mpnet.py)")
     parser.add_argument("--second-dump", type=Path, default=None)
     parser.add_argument("--components", nargs="*", default=list(GRIDS))
-    parser.add_argument("--learned", action="store_true",
-                        help="also the learned ranker, LOCO: the ranker's parts alone, with every feature group, and "
-                             "with each group left out")
+    parser.add_argument(
+        "--learned",
+        action="store_true",
+        help="also the learned ranker, LOCO: the ranker's parts alone, with every feature group, and "
+        "with each group left out",
+    )
     args = parser.parse_args()
     raw = dumped(args.data, args.dump, args.pool, None, args.cache_dir)
     second = None
@@ -285,14 +305,21 @@ def main() -> None:
     conversations = [Conversation(r, second[n] if second else None) for n, r in enumerate(raw)]
     every = [(q["category"], q, c) for c in conversations for q in c.questions]
     result: dict[str, Any] = {
-        "benchmark": "locomo-rerank-loco", "data": str(args.data), "conversations": len(conversations),
-        "questions": len(every), "pool": args.pool,
-        "bm25": ranking_metrics([(cat, bm25_ranking(c.turns, q["question"]), set(q["evidence"])) for cat, q, c in every], KS),
-        "hybrid": ranking_metrics([(cat, rerank(c, q, {}), set(q["evidence"])) for cat, q, c in every], KS)}
+        "benchmark": "locomo-rerank-loco",
+        "data": str(args.data),
+        "conversations": len(conversations),
+        "questions": len(every),
+        "pool": args.pool,
+        "bm25": ranking_metrics(
+            [(cat, bm25_ranking(c.turns, q["question"]), set(q["evidence"])) for cat, q, c in every], KS
+        ),
+        "hybrid": ranking_metrics([(cat, rerank(c, q, {}), set(q["evidence"])) for cat, q, c in every], KS),
+    }
     for name in components:
         result[name], result[f"{name}_chosen"] = loco(conversations, GRIDS[name])
         print(name, result[name]["recall@5"], file=sys.stderr, flush=True)
     if len(components) > 1:  # each held-out conversation with every component's value chosen without it
+
         def combined(names: list[str]) -> dict:
             held_out = []
             for held, c in enumerate(conversations):
@@ -307,7 +334,9 @@ def main() -> None:
         result["learned_parts_only"] = learned_loco(conversations, ())
         result["learned_all"] = learned_loco(conversations, FEATURE_GROUPS)
         for group in FEATURE_GROUPS:
-            result[f"learned_minus_{group}"] = learned_loco(conversations, tuple(g for g in FEATURE_GROUPS if g != group))
+            result[f"learned_minus_{group}"] = learned_loco(
+                conversations, tuple(g for g in FEATURE_GROUPS if g != group)
+            )
     print(json.dumps(result, indent=2))
 
 

@@ -34,7 +34,7 @@ import re
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -77,7 +77,10 @@ def tick_costs(fleet: Fleet, names: list[str], since: datetime, until: datetime)
 
 
 def job_times(log: str) -> list[float]:
-    return [float(s) * 1000 for s in re.findall(r"Job anima\.tick\[\d+\]\([^)]*\) ended with status: Success, lasted ([\d.]+) s", log)]
+    return [
+        float(s) * 1000
+        for s in re.findall(r"Job anima\.tick\[\d+\]\([^)]*\) ended with status: Success, lasted ([\d.]+) s", log)
+    ]
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -103,12 +106,15 @@ def rss_mb(pid: int) -> float:
 def server_counts(fleet: Fleet) -> tuple[int, int]:
     """(statements, transactions) PostgreSQL has run in the deployment's database so far."""
     with fleet.engine.connect() as connection:
-        statements = connection.exec_driver_sql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
-                                                 "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = "
-                                                 "current_database())").scalar()
+        statements = connection.exec_driver_sql(
+            "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements "
+            "WHERE dbid = (SELECT oid FROM pg_database WHERE datname = "
+            "current_database())"
+        ).scalar()
         connection.exec_driver_sql("SELECT pg_stat_clear_snapshot()")
-        transactions = connection.exec_driver_sql("SELECT xact_commit + xact_rollback FROM pg_stat_database "
-                                                   "WHERE datname = current_database()").scalar()
+        transactions = connection.exec_driver_sql(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+        ).scalar()
     return int(statements or 0), int(transactions or 0)
 
 
@@ -120,31 +126,40 @@ def measure(fleet, names, pg_url, chroma_url, llm_url, base: Path, workers: int,
             procs.start()
         before, started = ticks_of(fleet), time.monotonic()
         say(f"{workers} worker(s): until every persona has ticked once, then {warmup:.0f} s more")
-        wait_until(lambda: all(n > before.get(name, 0) for name, n in ticks_of(fleet).items()), 60 + 5 * len(names),
-                   "every persona ticked once", every=1.0)
+        wait_until(
+            lambda: all(n > before.get(name, 0) for name, n in ticks_of(fleet).items()),
+            60 + 5 * len(names),
+            "every persona ticked once",
+            every=1.0,
+        )
         warm_after = time.monotonic() - started
         time.sleep(warmup)
-        start_ticks, start_at = total_ticks(fleet), datetime.now(timezone.utc)
+        start_ticks, start_at = total_ticks(fleet), datetime.now(UTC)
         logs_before = [len(procs.log(i)) for i in range(workers)]
         cpu_before = sum(cpu_s(p.pid) for p in procs.procs)
         counts_before = server_counts(fleet)
         time.sleep(window)
-        end_ticks, end_at = total_ticks(fleet), datetime.now(timezone.utc)
+        end_ticks, end_at = total_ticks(fleet), datetime.now(UTC)
         cpu_used = sum(cpu_s(p.pid) for p in procs.procs) - cpu_before
         # both ends alike: PostgreSQL publishes a backend's transaction counts up to a second late
         statements, transactions = (after - before for after, before in zip(server_counts(fleet), counts_before))
         memory = [rss_mb(p.pid) for p in procs.procs]
-        jobs = [t for i in range(workers) for t in job_times(procs.log(i)[logs_before[i]:])]
+        jobs = [t for i in range(workers) for t in job_times(procs.log(i)[logs_before[i] :])]
     costs = tick_costs(fleet, names, start_at, end_at)
-    result = {"workers": workers, "warm_after_s": round(warm_after, 1), "ticks": end_ticks - start_ticks,
-              "window_s": window,
-              "ticks_per_s": round((end_ticks - start_ticks) / window, 2),
-              "tick_overhead_ms": {"p50": pct(costs, 0.5), "p95": pct(costs, 0.95), "n": len(costs)},
-              "tick_job_ms": {"p50": pct(jobs, 0.5), "p95": pct(jobs, 0.95), "n": len(jobs)},
-              "worker_cpu_ms_per_tick": round(cpu_used * 1000 / max(1, end_ticks - start_ticks), 1),
-              "statements_per_tick": round(statements / max(1, end_ticks - start_ticks), 1),
-              "transactions_per_tick": round(transactions / max(1, end_ticks - start_ticks), 1),
-              "worker_rss_mb": memory, "load_average": round(os.getloadavg()[0], 2)}
+    result = {
+        "workers": workers,
+        "warm_after_s": round(warm_after, 1),
+        "ticks": end_ticks - start_ticks,
+        "window_s": window,
+        "ticks_per_s": round((end_ticks - start_ticks) / window, 2),
+        "tick_overhead_ms": {"p50": pct(costs, 0.5), "p95": pct(costs, 0.95), "n": len(costs)},
+        "tick_job_ms": {"p50": pct(jobs, 0.5), "p95": pct(jobs, 0.95), "n": len(jobs)},
+        "worker_cpu_ms_per_tick": round(cpu_used * 1000 / max(1, end_ticks - start_ticks), 1),
+        "statements_per_tick": round(statements / max(1, end_ticks - start_ticks), 1),
+        "transactions_per_tick": round(transactions / max(1, end_ticks - start_ticks), 1),
+        "worker_rss_mb": memory,
+        "load_average": round(os.getloadavg()[0], 2),
+    }
     say(json.dumps(result))
     return result
 
@@ -155,12 +170,15 @@ def quiet_looks(fleet: Fleet, names: list[str]) -> int:
     total = 0
     for name in names:
         with fleet.database(name).reading() as repos:
-            total += repos.session.scalar(select(func.count(ProcessLog.id)).where(ProcessLog.name == "cycle.quiet")) or 0
+            total += (
+                repos.session.scalar(select(func.count(ProcessLog.id)).where(ProcessLog.name == "cycle.quiet")) or 0
+            )
     return total
 
 
-def measure_idle(fleet, names, pg_url, chroma_url, llm_url, base: Path, warmup: float, window: float,
-                 ceiling: float) -> dict:
+def measure_idle(
+    fleet, names, pg_url, chroma_url, llm_url, base: Path, warmup: float, window: float, ceiling: float
+) -> dict:
     """Idle personas on one worker: its CPU over a window in the quiet steady state."""
     cache = base / "cache-idle"
     cache.mkdir()
@@ -168,6 +186,7 @@ def measure_idle(fleet, names, pg_url, chroma_url, llm_url, base: Path, warmup: 
         procs.start()
         before = ticks_of(fleet)
         say(f"idle: {len(names)} personas until each has thought once, then {warmup:.0f} s of quiet")
+
         def each_thought() -> bool:
             now = ticks_of(fleet)
             return all(now.get(name, 0) > before.get(name, 0) for name in names)
@@ -185,17 +204,26 @@ def measure_idle(fleet, names, pg_url, chroma_url, llm_url, base: Path, warmup: 
     # dominate; the fixed part, shared by every persona the worker serves, is the rest
     per_look = cpu_used / max(1, looks)
     looks_per_hour_default = 3600 / 1800
-    result = {"personas": len(names), "window_s": window, "ceiling_s": ceiling, "ticks": ticks, "quiet_looks": looks,
-              "worker_cpu_s": round(cpu_used, 3), "cpu_ms_per_look": round(per_look * 1000, 1),
-              "cpu_s_per_idle_persona_hour_at_this_ceiling": round(cpu_used / persona_hours, 2),
-              "cpu_s_per_idle_persona_hour_in_looks_at_default_ceiling": round(per_look * looks_per_hour_default, 3),
-              "load_average": round(os.getloadavg()[0], 2)}
+    result = {
+        "personas": len(names),
+        "window_s": window,
+        "ceiling_s": ceiling,
+        "ticks": ticks,
+        "quiet_looks": looks,
+        "worker_cpu_s": round(cpu_used, 3),
+        "cpu_ms_per_look": round(per_look * 1000, 1),
+        "cpu_s_per_idle_persona_hour_at_this_ceiling": round(cpu_used / persona_hours, 2),
+        "cpu_s_per_idle_persona_hour_in_looks_at_default_ceiling": round(per_look * looks_per_hour_default, 3),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
     say(json.dumps(result))
     return result
 
 
 def in_flight(log: str) -> tuple[int, str] | None:
-    started = {int(m.group(1)): m.group(2) for m in re.finditer(r"Starting job anima\.tick\[(\d+)\]\(name='(\w+)'", log)}
+    started = {
+        int(m.group(1)): m.group(2) for m in re.finditer(r"Starting job anima\.tick\[(\d+)\]\(name='(\w+)'", log)
+    }
     ended = {int(m) for m in re.findall(r"Job anima\.\w+\[(\d+)\]\([^)]*\) ended", log)}
     waiting = sorted(set(started) - ended)
     return (waiting[-1], started[waiting[-1]]) if waiting else None
@@ -227,8 +255,12 @@ def takeover(fleet, deployment, names, pg_url, chroma_url, llm_url, base: Path, 
             for name in names:
                 database = fleet.database(name)
                 with database.session() as session:
-                    count += session.scalar(select(func.count()).select_from(Note)
-                                            .where(Note.source == "user", Note.read.is_(False))) or 0
+                    count += (
+                        session.scalar(
+                            select(func.count()).select_from(Note).where(Note.source == "user", Note.read.is_(False))
+                        )
+                        or 0
+                    )
                 database.close()
             return count
 
@@ -245,8 +277,14 @@ def takeover(fleet, deployment, names, pg_url, chroma_url, llm_url, base: Path, 
             keys = list(session.scalars(select(ExecutedCommand.cmd_key).where(ExecutedCommand.status == "executed")))
         database.close()
         doubled += (len(diary) - len(set(diary))) + (len(keys) - len(set(keys)))
-    return {"workers": 2, "killed_job": victim[0], "persona": victim[1], "takeover_s": round(seconds, 2),
-            "lost_notes": lost, "doubled_commands": doubled}
+    return {
+        "workers": 2,
+        "killed_job": victim[0],
+        "persona": victim[1],
+        "takeover_s": round(seconds, 2),
+        "lost_notes": lost,
+        "doubled_commands": doubled,
+    }
 
 
 def main() -> None:
@@ -263,10 +301,17 @@ def main() -> None:
     args = parser.parse_args()
     names = [f"b{i:03d}" for i in range(args.personas)]
     base = Path(tempfile.mkdtemp(prefix="anima-scale-"))
-    out: dict = {"personas": args.personas, "machine_cores": os.cpu_count(),
-                 "llm": "scripted server, instant", "runs": []}
-    with postgres_server({"shared_preload_libraries": "pg_stat_statements"}) as pg_url, chroma_server() as chroma_url, \
-            scripted_llm_server() as llm:
+    out: dict = {
+        "personas": args.personas,
+        "machine_cores": os.cpu_count(),
+        "llm": "scripted server, instant",
+        "runs": [],
+    }
+    with (
+        postgres_server({"shared_preload_libraries": "pg_stat_statements"}) as pg_url,
+        chroma_server() as chroma_url,
+        scripted_llm_server() as llm,
+    ):
         llm.script(default={"do": "stream", "text": THOUGHT}, record=False)
         persona = write_persona(base / "persona", pause_s=0.0)
         deployment = Deployment.open(pg_url)
@@ -281,19 +326,23 @@ def main() -> None:
                     say(f"added {number}/{len(names)} personas")
             out["add_persona_ms"] = round((time.monotonic() - started) * 1000 / len(names), 1)
             for workers in args.workers:
-                out["runs"].append(measure(fleet, names, pg_url, chroma_url, llm.url, base, workers, args.warmup, args.window))
+                out["runs"].append(
+                    measure(fleet, names, pg_url, chroma_url, llm.url, base, workers, args.warmup, args.window)
+                )
             if not args.no_takeover:
                 out["takeover"] = takeover(fleet, deployment, names, pg_url, chroma_url, llm.url, base, args.warmup)
         if args.idle:
             idle = [f"i{i:03d}" for i in range(args.idle)]
-            quiet = write_persona(base / "idle-persona", pause_s=0.0, thinking="eventful",
-                                  quiet_ceiling_s=args.idle_ceiling)
+            quiet = write_persona(
+                base / "idle-persona", pause_s=0.0, thinking="eventful", quiet_ceiling_s=args.idle_ceiling
+            )
             for name in idle:
                 deployment.add(name, quiet)
             for name in names if not args.idle_only else []:
                 deployment.pause(name)
-            out["idle"] = measure_idle(fleet, idle, pg_url, chroma_url, llm.url, base, args.warmup,
-                                       args.idle_window, args.idle_ceiling)
+            out["idle"] = measure_idle(
+                fleet, idle, pg_url, chroma_url, llm.url, base, args.warmup, args.idle_window, args.idle_ceiling
+            )
         deployment.close()
     __import__("shutil").rmtree(base, ignore_errors=True)
     one = next((r for r in out["runs"] if r["workers"] == 1), None)  # none with --idle-only

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from graph.agent import build_agent  # noqa: E402
 from graph.playbook import shipped_playbooks_dir  # noqa: E402
 from graph.services import open_services  # noqa: E402
-from tests.fakes.llm import FakeLLM  # noqa: E402
 from nodes.stelis.history import render_timeline  # noqa: E402
+from tests.fakes.llm import FakeLLM  # noqa: E402
 
 
 def progress(msg: str) -> None:
@@ -73,13 +73,19 @@ def parent_cost(agent) -> dict:
         # same run, same text: what each anchor costs the parent vs the child's log it stands for
         anchor_tokens = sum(count(h) for h in history if h.startswith("[Stelis thread"))
         log_tokens = sum(count("\n\n".join(render_timeline_own(repos, c.id))) for c in children)
-    return {"parent_history_tokens": count("\n\n".join(history)), "parent_messages": len(history),
-            "anchor_tokens": anchor_tokens, "child_log_tokens": log_tokens,
-            "anchor_to_log_ratio": round(anchor_tokens / log_tokens, 3) if log_tokens else None,
-            "synthesize_prompt_tokens": synth.meta.get("prompt_tokens") if synth else None,
-            "child_threads": len(children), "child_messages": child_messages,
-            "llm_calls": calls["calls"], "prompt_tokens": calls["prompt_tokens"],
-            "completion_tokens": calls["completion_tokens"]}
+    return {
+        "parent_history_tokens": count("\n\n".join(history)),
+        "parent_messages": len(history),
+        "anchor_tokens": anchor_tokens,
+        "child_log_tokens": log_tokens,
+        "anchor_to_log_ratio": round(anchor_tokens / log_tokens, 3) if log_tokens else None,
+        "synthesize_prompt_tokens": synth.meta.get("prompt_tokens") if synth else None,
+        "child_threads": len(children),
+        "child_messages": child_messages,
+        "llm_calls": calls["calls"],
+        "prompt_tokens": calls["prompt_tokens"],
+        "completion_tokens": calls["completion_tokens"],
+    }
 
 
 def run_deep_work(playbook: Path | str, inputs: dict, **options) -> tuple[dict, float]:
@@ -97,8 +103,12 @@ def run_deep_work(playbook: Path | str, inputs: dict, **options) -> tuple[dict, 
 
 def compare(result_stelis: dict, result_inline: dict) -> dict:
     a, b = result_stelis["parent_history_tokens"], result_inline["parent_history_tokens"]
-    return {"stelis": result_stelis, "inline": result_inline,
-            "parent_tokens_saved": b - a, "parent_tokens_ratio": round(a / b, 3) if b else None}
+    return {
+        "stelis": result_stelis,
+        "inline": result_inline,
+        "parent_tokens_saved": b - a,
+        "parent_tokens_ratio": round(a / b, 3) if b else None,
+    }
 
 
 def embedded(tasks: int | None, questions: int | None, inline_path: Path) -> dict:
@@ -133,16 +143,25 @@ def scaling(tasks: int, inline_path: Path, lengths: list[int]) -> list[dict]:
         for playbook in ("deep_work", inline_path):
             fake = FakeLLM("fake", responses=answer, json_answer=plans, context_window=100_000, honor_max_tokens=True)
             with tempfile.TemporaryDirectory() as tmp:
-                services = open_services(data_dir=tmp, embedded=False, providers={"fake": fake},
-                                    entries=[{"id": "fake", "provider": "fake", "priority": 1}])
+                services = open_services(
+                    data_dir=tmp,
+                    embedded=False,
+                    providers={"fake": fake},
+                    entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+                )
                 agent = build_agent(playbook, services=services, data_dir=tmp, checkpointer="memory")
                 agent.run(inputs={"question": "q", "max_tasks": tasks, "max_questions": questions})
                 results.append(parent_cost(agent))
                 agent.close()
         row = compare(*results)
-        rows.append({"child_messages_per_task": 2 * questions + 2, **{k: row[k] for k in ("parent_tokens_saved", "parent_tokens_ratio")},
-                     "stelis_parent_tokens": row["stelis"]["parent_history_tokens"],
-                     "inline_parent_tokens": row["inline"]["parent_history_tokens"]})
+        rows.append(
+            {
+                "child_messages_per_task": 2 * questions + 2,
+                **{k: row[k] for k in ("parent_tokens_saved", "parent_tokens_ratio")},
+                "stelis_parent_tokens": row["stelis"]["parent_history_tokens"],
+                "inline_parent_tokens": row["inline"]["parent_history_tokens"],
+            }
+        )
     return rows
 
 
@@ -174,17 +193,23 @@ def overhead(runs: int) -> dict:
 """
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        variants = {"inline": REGION.format(start="work", nodes=inline_nodes),
-                    "stelis_no_chronicle": REGION.format(start="enter", nodes=stelis_nodes % "false"),
-                    "stelis_with_chronicle": REGION.format(start="enter", nodes=stelis_nodes % "true")}
+        variants = {
+            "inline": REGION.format(start="work", nodes=inline_nodes),
+            "stelis_no_chronicle": REGION.format(start="enter", nodes=stelis_nodes % "false"),
+            "stelis_with_chronicle": REGION.format(start="enter", nodes=stelis_nodes % "true"),
+        }
         for name, text in variants.items():
             progress(f"overhead: {name} × {runs}…")
             path = Path(tmp) / f"{name}.yaml"
             path.write_text(text)
             fake = FakeLLM("fake", responses=lambda p: "chronicle: it set x.")
             data = Path(tmp) / name
-            services = open_services(data_dir=str(data), embedded=False, providers={"fake": fake},
-                                entries=[{"id": "fake", "provider": "fake", "priority": 1}])
+            services = open_services(
+                data_dir=str(data),
+                embedded=False,
+                providers={"fake": fake},
+                entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+            )
             agent = build_agent(str(path), services=services, data_dir=str(data), checkpointer="sqlite")
             agent.run()  # warm-up
             times = []
@@ -194,23 +219,29 @@ def overhead(runs: int) -> dict:
                 times.append((time.perf_counter() - started) * 1000)
             results[name] = round(statistics.median(times), 2)
             agent.close()
-    return {"median_ms_per_run": results,
-            "enter_leave_ms": round(results["stelis_no_chronicle"] - results["inline"], 2),
-            "enter_leave_with_chronicle_ms": round(results["stelis_with_chronicle"] - results["inline"], 2)}
+    return {
+        "median_ms_per_run": results,
+        "enter_leave_ms": round(results["stelis_no_chronicle"] - results["inline"], 2),
+        "enter_leave_with_chronicle_ms": round(results["stelis_with_chronicle"] - results["inline"], 2),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=None, help="sub-tasks (default: the playbook's, 3)")
-    parser.add_argument("--questions", type=int, default=None, help="questions per sub-task (default: the playbook's, 3)")
+    parser.add_argument(
+        "--questions", type=int, default=None, help="questions per sub-task (default: the playbook's, 3)"
+    )
     parser.add_argument("--no-embedded", action="store_true")
     parser.add_argument("--overhead-runs", type=int, default=40)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         inline_path = inline_variant(shipped_playbooks_dir() / "deep_work.yaml", Path(tmp) / "deep_work_inline.yaml")
-        report = {"benchmark": "stelis",
-                  "overhead": overhead(args.overhead_runs),
-                  "scaling_fake_llm": scaling(3, inline_path, [1, 2, 3, 6])}
+        report = {
+            "benchmark": "stelis",
+            "overhead": overhead(args.overhead_runs),
+            "scaling_fake_llm": scaling(3, inline_path, [1, 2, 3, 6]),
+        }
         if not args.no_embedded:
             report["embedded_deep_work"] = embedded(args.tasks, args.questions, inline_path)
     print(json.dumps(report, indent=2))

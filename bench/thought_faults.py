@@ -48,7 +48,7 @@ def prompt_texts() -> list[str]:
 
 def grams(text: str, n: int = ECHO_WORDS) -> set[tuple[str, ...]]:
     words = [w.lower() for w in WORDS.findall(text)]
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def faults(thoughts: list[str], human: str = "User") -> dict:
@@ -59,12 +59,14 @@ def faults(thoughts: list[str], human: str = "User") -> dict:
         markers = len(MARKER.findall(thought))
         copied = sorted(" ".join(g) for g in grams(thought) & prompt)
         rows.append({"tick_markers": markers, "echo": copied[:3], "invented_turn": bool(turn.search(thought))})
-    return {"thoughts": len(thoughts),
-            "tick_marker": sum(r["tick_markers"] > 0 for r in rows),
-            "marker_loop": sum(r["tick_markers"] >= 2 for r in rows),
-            "echo": sum(bool(r["echo"]) for r in rows),
-            "invented_turn": sum(r["invented_turn"] for r in rows),
-            "per_thought": rows}
+    return {
+        "thoughts": len(thoughts),
+        "tick_marker": sum(r["tick_markers"] > 0 for r in rows),
+        "marker_loop": sum(r["tick_markers"] >= 2 for r in rows),
+        "echo": sum(bool(r["echo"]) for r in rows),
+        "invented_turn": sum(r["invented_turn"] for r in rows),
+        "per_thought": rows,
+    }
 
 
 def main() -> None:

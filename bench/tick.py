@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -54,17 +54,17 @@ from sqlalchemy.engine.cursor import CursorResult  # noqa: E402
 from sqlalchemy.engine.result import ChunkedIteratorResult, IteratorResult  # noqa: E402
 from sqlalchemy.orm import Session  # noqa: E402
 
+import nodes  # noqa: E402
 from graph.agent import build_agent, settle_heap  # noqa: E402
 from graph.checkpoint import close_saver, open_sqlite_saver  # noqa: E402
 from graph.compiler import build_graph  # noqa: E402
 from graph.playbook import load_playbook, resolve_playbook_path  # noqa: E402
 from graph.services import open_services  # noqa: E402
-from tests.fakes.llm import FakeLLM  # noqa: E402
-from memory.retrieval.embeddings import LocalEmbedder  # noqa: E402
 from memory.models import Message, Note, Thread  # noqa: E402
 from memory.repositories import Repos  # noqa: E402
-import nodes  # noqa: E402
+from memory.retrieval.embeddings import LocalEmbedder  # noqa: E402
 from nodes import STEPS  # noqa: E402
+from tests.fakes.llm import FakeLLM  # noqa: E402
 
 TOPICS = ["tides", "lighthouses", "the moon", "sea birds", "storms", "old maps", "salt", "fog", "harbours", "stars"]
 
@@ -104,15 +104,17 @@ def timed(watch: Stopwatch, part: str, func):
             return func(*args, **kwargs)
         finally:
             watch.add(part, clock() - started)
+
     return wrapper
 
 
-def counted(watch: Stopwatch, func, outermost: "Outermost"):
+def counted(watch: Stopwatch, func, outermost: Outermost):
     def wrapper(texts):
         if getattr(outermost.local, "depth", 0) <= 1:  # not a call made from inside another embedding call
             watch.add("texts_embedded", len(texts))
             watch.add("embed_calls", 1)
         return func(texts)
+
     return wrapper
 
 
@@ -134,6 +136,7 @@ class Outermost:
                 self.local.depth = depth
                 if depth == 0:
                     self.watch.add(self.part, clock() - started)
+
         wrapper.__wrapped__ = func
         return wrapper
 
@@ -166,11 +169,25 @@ class Patches:
             self.undo.pop()()
 
 
-DB_METHODS = {Session: ("__init__", "execute", "scalars", "scalar", "get", "flush", "commit", "rollback", "close",
-                        "merge", "add", "delete"),
-              IteratorResult: ("_fetchiter_impl", "_fetchone_impl", "_fetchall_impl", "_fetchmany_impl"),
-              ChunkedIteratorResult: ("_fetchmany_impl",),
-              CursorResult: ("_fetchiter_impl", "_fetchone_impl", "_fetchall_impl", "_fetchmany_impl")}
+DB_METHODS = {
+    Session: (
+        "__init__",
+        "execute",
+        "scalars",
+        "scalar",
+        "get",
+        "flush",
+        "commit",
+        "rollback",
+        "close",
+        "merge",
+        "add",
+        "delete",
+    ),
+    IteratorResult: ("_fetchiter_impl", "_fetchone_impl", "_fetchall_impl", "_fetchmany_impl"),
+    ChunkedIteratorResult: ("_fetchmany_impl",),
+    CursorResult: ("_fetchiter_impl", "_fetchone_impl", "_fetchall_impl", "_fetchmany_impl"),
+}
 
 
 def repository_classes() -> list[type]:
@@ -254,7 +271,7 @@ def instrument(patches: Patches, agent, fake, watch: Stopwatch) -> None:
 def seed_rows(services, rows: int) -> None:
     """`rows` old thoughts and `rows` old human notes, spread over the past year as a database grows (rows all
     stamped "now" would be a fresh backlog the drives work through, not a steady tick)."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     spacing = timedelta(days=365) / rows
 
     def written(k: int) -> datetime:
@@ -266,12 +283,27 @@ def seed_rows(services, rows: int) -> None:
         batch = 5000
         for start in range(0, rows, batch):
             n = min(batch, rows - start)
-            s.execute(insert(Message), [{"thread_id": "main", "tick": 0, "kind": "response",
-                                         "content": f"old thought {start + i} about {TOPICS[i % 10]} and light",
-                                         "dedup_key": None, "created_at": written(start + i)} for i in range(n)])
-            s.execute(insert(Note), [{"text": f"old note {start + i}", "source": "user", "read": True,
-                                      "created_at": written(start + i)}
-                                     for i in range(n)])
+            s.execute(
+                insert(Message),
+                [
+                    {
+                        "thread_id": "main",
+                        "tick": 0,
+                        "kind": "response",
+                        "content": f"old thought {start + i} about {TOPICS[i % 10]} and light",
+                        "dedup_key": None,
+                        "created_at": written(start + i),
+                    }
+                    for i in range(n)
+                ],
+            )
+            s.execute(
+                insert(Note),
+                [
+                    {"text": f"old note {start + i}", "source": "user", "read": True, "created_at": written(start + i)}
+                    for i in range(n)
+                ],
+            )
             s.commit()
 
 
@@ -347,8 +379,9 @@ def bare_tick(ticks: int = 40) -> tuple[float, float]:
         config = {"configurable": {"thread_id": "bare"}}
         for _ in range(ticks + 5):
             started, cpu_started = time.perf_counter(), time.process_time()
-            for _chunk in graph.stream({"thread_id": "main", "root_thread": "main"}, config, stream_mode=["updates"],
-                                       durability="exit"):
+            for _chunk in graph.stream(
+                {"thread_id": "main", "root_thread": "main"}, config, stream_mode=["updates"], durability="exit"
+            ):
                 pass
             graph.get_state(config)
             walls.append((time.perf_counter() - started) * 1000)
@@ -363,8 +396,13 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str)
     median = lambda xs: round(statistics.median(xs), 2)  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
         fake = FakeLLM("fake", responses=WORKLOADS[workload])
-        services = open_services(data_dir=tmp, embedded=False, providers={"fake": fake}, embedder=embedder,
-                                 entries=[{"id": "fake", "provider": "fake", "priority": 1}])
+        services = open_services(
+            data_dir=tmp,
+            embedded=False,
+            providers={"fake": fake},
+            embedder=embedder,
+            entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+        )
         progress(f"seeding {rows} messages + {rows} notes over the past year…")
         seed_rows(services, rows)
         agent = build_agent("repl", services=services, checkpointer="sqlite")
@@ -394,31 +432,53 @@ def fake_overhead(rows: int, ticks: int, embedder: LocalEmbedder, workload: str)
                     counts[key] += parts.get(key, 0) / 1000
                 steps, db, sql = parts.get("steps", 0.0), parts.get("db", 0.0), parts.get("sql", 0.0)
                 outside = sum(parts.get(k, 0.0) for k in ("embedding", "llm", "vectors"))  # models, Chroma
-                parts_of.append({"graph": moment - steps - parts.get("checkpoint", 0.0),
-                                 "steps": steps - db - outside, "orm": db - sql, "sql": sql,
-                                 "embedding": parts.get("embedding", 0.0), "vectors": parts.get("vectors", 0.0),
-                                 "checkpoint": parts.get("checkpoint", 0.0),
-                                 "llm": parts.get("llm", 0.0)})
+                parts_of.append(
+                    {
+                        "graph": moment - steps - parts.get("checkpoint", 0.0),
+                        "steps": steps - db - outside,
+                        "orm": db - sql,
+                        "sql": sql,
+                        "embedding": parts.get("embedding", 0.0),
+                        "vectors": parts.get("vectors", 0.0),
+                        "checkpoint": parts.get("checkpoint", 0.0),
+                        "llm": parts.get("llm", 0.0),
+                    }
+                )
 
             instrumented, _ = run_ticks(agent, services, workload, ticks, on_tick=split)
             calls = len(fake.calls) - calls_before
-            purposes = {k: round((v - purposes_before.get(k, 0)) / ticks, 2)
-                        for k, v in sorted(calls_by_purpose(services).items()) if v > purposes_before.get(k, 0)}
+            purposes = {
+                k: round((v - purposes_before.get(k, 0)) / ticks, 2)
+                for k, v in sorted(calls_by_purpose(services).items())
+                if v > purposes_before.get(k, 0)
+            }
         finally:
             patches.remove()
         agent.close()
         orchestration = median([p["graph"] + p["steps"] for p in parts_of])
         by_cpu = _clock[0] is time.process_time
-        return {"workload": workload, "rows": rows, "ticks": ticks, "median_ms": median(walls),
-                "p95_ms": round(sorted(walls)[int(0.95 * (len(walls) - 1))], 2), "cpu_ms": median(cpu),
-                "orchestration_ms": orchestration, "bare_tick_ms": bare, "bare_tick_cpu_ms": bare_cpu,
-                "vs_bare": {"median": round(median(walls) / bare, 2), "cpu": round(median(cpu) / bare_cpu, 2),
-                            "orchestration": round(orchestration / (bare_cpu if by_cpu else bare), 2)},
-                "split_clock": "cpu" if by_cpu else "wall",
-                "split_median_ms": {key: median([p[key] for p in parts_of]) for key in SPLIT},
-                "instrumented_median_ms": median(instrumented),
-                "llm_calls_per_tick": round(calls / ticks, 2), "llm_calls_per_tick_by_purpose": purposes,
-                **{f"{key}_per_tick": round(counts[key] / ticks, 2) for key in COUNTS}}
+        return {
+            "workload": workload,
+            "rows": rows,
+            "ticks": ticks,
+            "median_ms": median(walls),
+            "p95_ms": round(sorted(walls)[int(0.95 * (len(walls) - 1))], 2),
+            "cpu_ms": median(cpu),
+            "orchestration_ms": orchestration,
+            "bare_tick_ms": bare,
+            "bare_tick_cpu_ms": bare_cpu,
+            "vs_bare": {
+                "median": round(median(walls) / bare, 2),
+                "cpu": round(median(cpu) / bare_cpu, 2),
+                "orchestration": round(orchestration / (bare_cpu if by_cpu else bare), 2),
+            },
+            "split_clock": "cpu" if by_cpu else "wall",
+            "split_median_ms": {key: median([p[key] for p in parts_of]) for key in SPLIT},
+            "instrumented_median_ms": median(instrumented),
+            "llm_calls_per_tick": round(calls / ticks, 2),
+            "llm_calls_per_tick_by_purpose": purposes,
+            **{f"{key}_per_tick": round(counts[key] / ticks, 2) for key in COUNTS},
+        }
 
 
 def floors(embedder: LocalEmbedder, ticks: int = 40) -> dict:
@@ -429,14 +489,21 @@ def floors(embedder: LocalEmbedder, ticks: int = 40) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         saver = open_sqlite_saver(Path(tmp) / "checkpoints.sqlite")
         graph = build_graph(playbook, steps=no_op).compile(checkpointer=saver)
-        for label, modes, subgraphs in (("graph_no_op_steps", ["updates"], False),
-                                        ("graph_no_op_steps_with_events", ["updates", "custom"], True)):
+        for label, modes, subgraphs in (
+            ("graph_no_op_steps", ["updates"], False),
+            ("graph_no_op_steps_with_events", ["updates", "custom"], True),
+        ):
             config = {"configurable": {"thread_id": label}}
             walls = []
             for _ in range(ticks):
                 started = time.perf_counter()
-                for _chunk in graph.stream({"thread_id": "main", "root_thread": "main"}, config, stream_mode=modes,
-                                           subgraphs=subgraphs, durability="exit"):
+                for _chunk in graph.stream(
+                    {"thread_id": "main", "root_thread": "main"},
+                    config,
+                    stream_mode=modes,
+                    subgraphs=subgraphs,
+                    durability="exit",
+                ):
                     pass
                 graph.get_state(config)  # the next tick's "resume or start?" read
                 walls.append((time.perf_counter() - started) * 1000)
@@ -466,13 +533,16 @@ def embedded(ticks: int) -> dict:
             calls = repos.llm_calls.totals("main")
         agent.close()
         llm_ms = [t.llm_ms for t in rows]
-        return {"ticks": ticks, "median_tick_ms": round(statistics.median(walls), 1),
-                "median_llm_ms": round(statistics.median(llm_ms), 1),
-                "tick_to_llm_ratio": round(sum(walls) / sum(llm_ms), 3),
-                "llm_calls_per_tick": round(calls["calls"] / ticks, 2),
-                "prompt_tokens_per_tick": round(calls["prompt_tokens"] / ticks, 1),
-                "completion_tokens_per_tick": round(calls["completion_tokens"] / ticks, 1),
-                "last_tokens_per_s": (state.get("llm") or {}).get("tokens_per_s")}
+        return {
+            "ticks": ticks,
+            "median_tick_ms": round(statistics.median(walls), 1),
+            "median_llm_ms": round(statistics.median(llm_ms), 1),
+            "tick_to_llm_ratio": round(sum(walls) / sum(llm_ms), 3),
+            "llm_calls_per_tick": round(calls["calls"] / ticks, 2),
+            "prompt_tokens_per_tick": round(calls["prompt_tokens"] / ticks, 1),
+            "completion_tokens_per_tick": round(calls["completion_tokens"] / ticks, 1),
+            "last_tokens_per_s": (state.get("llm") or {}).get("tokens_per_s"),
+        }
 
 
 def main() -> None:
@@ -481,13 +551,19 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=30)
     parser.add_argument("--embedded-ticks", type=int, default=3)
     parser.add_argument("--workload", choices=sorted(WORKLOADS), nargs="+", default=sorted(WORKLOADS))
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                        help="the split's clock (cpu: the process's CPU time, for a busy machine)")
+    parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="wall",
+        help="the split's clock (cpu: the process's CPU time, for a busy machine)",
+    )
     args = parser.parse_args()
     _clock[0] = CLOCKS[args.clock]
     embedder = LocalEmbedder()
-    result = {"fake_llm": [fake_overhead(r, args.ticks, embedder, w) for w in args.workload for r in args.rows],
-              "floors_ms": {"bare_9_node_tick": bare_tick()[0], **floors(embedder)}}
+    result = {
+        "fake_llm": [fake_overhead(r, args.ticks, embedder, w) for w in args.workload for r in args.rows],
+        "floors_ms": {"bare_9_node_tick": bare_tick()[0], **floors(embedder)},
+    }
     if args.embedded_ticks:
         result["embedded"] = embedded(args.embedded_ticks)
     print(json.dumps(result, indent=2))

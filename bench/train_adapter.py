@@ -97,10 +97,18 @@ def prepare(conversation: dict, embed, hard: int, negatives: str) -> dict:
         positive.append(pos)
         negative.append(neg)
         pools.append(q)
-    return {"sample_id": conversation["sample_id"], "refs": refs, "flat": np.vstack(vectors), "starts": starts,
-            "segment": segment, "queries": np.asarray(embed(texts), dtype=np.float32),
-            "columns": np.asarray(columns, dtype=np.int64), "positive": np.asarray(positive),
-            "negative": np.asarray(negative), "questions": pools}
+    return {
+        "sample_id": conversation["sample_id"],
+        "refs": refs,
+        "flat": np.vstack(vectors),
+        "starts": starts,
+        "segment": segment,
+        "queries": np.asarray(embed(texts), dtype=np.float32),
+        "columns": np.asarray(columns, dtype=np.int64),
+        "positive": np.asarray(positive),
+        "negative": np.asarray(negative),
+        "questions": pools,
+    }
 
 
 def turn_scores(torch, prepared: dict, w):
@@ -117,16 +125,27 @@ def turn_scores(torch, prepared: dict, w):
 
 def tensors(torch, prepared: dict) -> dict:
     if "t_flat" not in prepared:
-        prepared.update(t_flat=torch.from_numpy(prepared["flat"]), t_queries=torch.from_numpy(prepared["queries"]),
-                        t_segment=torch.from_numpy(prepared["segment"]), t_starts=torch.from_numpy(prepared["starts"]),
-                        t_columns=torch.from_numpy(prepared["columns"]),
-                        t_positive=torch.from_numpy(prepared["positive"]),
-                        t_negative=torch.from_numpy(prepared["negative"]))
+        prepared.update(
+            t_flat=torch.from_numpy(prepared["flat"]),
+            t_queries=torch.from_numpy(prepared["queries"]),
+            t_segment=torch.from_numpy(prepared["segment"]),
+            t_starts=torch.from_numpy(prepared["starts"]),
+            t_columns=torch.from_numpy(prepared["columns"]),
+            t_positive=torch.from_numpy(prepared["positive"]),
+            t_negative=torch.from_numpy(prepared["negative"]),
+        )
     return prepared
 
 
-def train(conversations: list[dict], strength: float, rank: int | None = None, tau: float = 0.05,
-          steps: int = 150, lr: float = 2e-3, seed: int = 0) -> np.ndarray:
+def train(
+    conversations: list[dict],
+    strength: float,
+    rank: int | None = None,
+    tau: float = 0.05,
+    steps: int = 150,
+    lr: float = 2e-3,
+    seed: int = 0,
+) -> np.ndarray:
     """W (float32) trained on these prepared conversations (module doc): full-batch Adam from the identity;
     `rank`: W = I + U Vᵀ of that rank instead of a full matrix."""
     import torch
@@ -148,6 +167,7 @@ def train(conversations: list[dict], strength: float, rank: int | None = None, t
 
         def matrix():
             return eye + delta
+
     optimiser = torch.optim.Adam(params, lr=lr)
     prepared = [tensors(torch, c) for c in conversations]
     questions = sum(int(c["t_positive"].any(dim=1).sum()) for c in prepared)
@@ -232,8 +252,13 @@ def adapter_applied(w: np.ndarray | None):
         Ranker._read = original  # type: ignore[method-assign]
 
 
-def search_figures(samples: list[dict], matrices: list[np.ndarray | None], cache_dir: Path | None,
-                   embed_model: str | None = None, embedders: list | None = None) -> dict:
+def search_figures(
+    samples: list[dict],
+    matrices: list[np.ndarray | None],
+    cache_dir: Path | None,
+    embed_model: str | None = None,
+    embedders: list | None = None,
+) -> dict:
     """bench/locomo.py's run, one conversation at a time with its own W (or embedder), the figures pooled over
     the questions (weighted by each conversation's questions), BM25's beside them."""
     runs = []
@@ -247,8 +272,11 @@ def search_figures(samples: list[dict], matrices: list[np.ndarray | None], cache
                         runs.append(run(path, [1, 5, 10], {}, None, None, None))
                 else:
                     runs.append(run(path, [1, 5, 10], {}, None, embed_model, None, cache_dir=cache_dir))
-    return {"anima": pooled([r for r in runs], lambda r: r), "bm25": pooled(runs, lambda r: r["bm25"]),
-            "per_conversation": {r["per_conversation"][0]["sample_id"]: r["recall@5"] for r in runs}}
+    return {
+        "anima": pooled([r for r in runs], lambda r: r),
+        "bm25": pooled(runs, lambda r: r["bm25"]),
+        "per_conversation": {r["per_conversation"][0]["sample_id"]: r["recall@5"] for r in runs},
+    }
 
 
 @contextlib.contextmanager
@@ -273,8 +301,9 @@ def pooled(runs: list[dict], part) -> dict:
     for r in runs:
         for name, figures in part(r)["by_category"].items():
             categories[name.split()[0]].append((figures["recall@5"], figures["questions"]))
-    out["recall@5_by_category"] = {c: round(sum(v * n for v, n in pairs) / sum(n for _, n in pairs), 4)
-                                   for c, pairs in sorted(categories.items())}
+    out["recall@5_by_category"] = {
+        c: round(sum(v * n for v, n in pairs) / sum(n for _, n in pairs), 4) for c, pairs in sorted(categories.items())
+    }
     return out
 
 
@@ -328,18 +357,23 @@ def fine_tune(dumps: list[dict], directory: Path, epochs: int = 1, batch: int = 
     for _ in range(epochs):
         order.shuffle(pairs)
         for start in range(0, len(pairs), batch):
-            chunk = pairs[start:start + batch]
+            chunk = pairs[start : start + batch]
             anchors, positives = encode([a for a, _ in chunk]), encode([p for _, p in chunk])
             scores = 20 * anchors @ positives.T
-            same = torch.tensor([[a == b and m != n for m, (b, _) in enumerate(chunk)] for n, (a, _) in enumerate(chunk)])
+            same = torch.tensor(
+                [[a == b and m != n for m, (b, _) in enumerate(chunk)] for n, (a, _) in enumerate(chunk)]
+            )
             scores = scores.masked_fill(same, -1e4)
             loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(chunk)))
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
             schedule.step()
-            print(f"fine-tune step {start // batch + 1}/{steps // epochs}: loss {loss.item():.3f}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"fine-tune step {start // batch + 1}/{steps // epochs}: loss {loss.item():.3f}",
+                file=sys.stderr,
+                flush=True,
+            )
     with tempfile.TemporaryDirectory(prefix="anima-finetune-") as scratch:
         saved = Path(scratch) / "model"
         encoder: Any = model[0]  # the Transformer module (its Hugging Face model and tokenizer)
@@ -388,24 +422,46 @@ def main() -> None:
         matrices.append(w)
         held_surrogate = metrics(surrogate(held, w if w is not None else np.eye(384, dtype=np.float32)))
         outer.append(surrogate(held, w if w is not None else np.eye(384, dtype=np.float32)))
-        print(json.dumps({"fold": held["sample_id"], "strength": strength, **setup,
-                          "inner_recall@5": {k: v["recall@5"] for k, v in inner.items()},
-                          "held_out_surrogate": held_surrogate}), flush=True)
-    print(json.dumps({"surrogate_loco": metrics([r for rs in outer for r in rs]), **setup,
-                      "identity": metrics([r for c in conversations
-                                           for r in surrogate(c, np.eye(384, dtype=np.float32))])}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "fold": held["sample_id"],
+                    "strength": strength,
+                    **setup,
+                    "inner_recall@5": {k: v["recall@5"] for k, v in inner.items()},
+                    "held_out_surrogate": held_surrogate,
+                }
+            ),
+            flush=True,
+        )
+    print(
+        json.dumps(
+            {
+                "surrogate_loco": metrics([r for rs in outer for r in rs]),
+                **setup,
+                "identity": metrics([r for c in conversations for r in surrogate(c, np.eye(384, dtype=np.float32))]),
+            }
+        ),
+        flush=True,
+    )
     overall, inner_all = choose_strength(conversations, args.strengths, **options)
     every = None if overall is None else train(conversations, overall, **options)
-    print(json.dumps({"strength_on_all_five": overall,
-                      "inner_recall@5": {k: v["recall@5"] for k, v in inner_all.items()}}), flush=True)
+    print(
+        json.dumps(
+            {"strength_on_all_five": overall, "inner_recall@5": {k: v["recall@5"] for k, v in inner_all.items()}}
+        ),
+        flush=True,
+    )
     if args.write and every is not None:
         np.save(args.write, every.astype(np.float16))
     if args.surrogate_only:
         return
     ordered = [samples[c["sample_id"]] for c in conversations]
     print(json.dumps({"locomo_loco_search": search_figures(ordered, matrices, args.cache_dir), **setup}), flush=True)
-    print(json.dumps({"project_chats_search": chat_figures(every, args.cache_dir), "strength": overall, **setup}),
-          flush=True)
+    print(
+        json.dumps({"project_chats_search": chat_figures(every, args.cache_dir), "strength": overall, **setup}),
+        flush=True,
+    )
 
 
 def bound(dump: dict, samples: dict[str, dict], chats: bool) -> None:
@@ -420,16 +476,33 @@ def bound(dump: dict, samples: dict[str, dict], chats: bool) -> None:
             rest = [c for m, c in enumerate(dump["conversations"]) if m != n]
             embedders.append(LocalEmbedder(directory=fine_tune(rest, Path(tmp) / held["sample_id"])))
             print(f"fine-tuned without {held['sample_id']}", file=sys.stderr, flush=True)
-        print(json.dumps({"fine_tune_bound_loco_search": search_figures(ordered, [None] * len(ordered), None,
-                                                                        embedders=embedders)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "fine_tune_bound_loco_search": search_figures(
+                        ordered, [None] * len(ordered), None, embedders=embedders
+                    )
+                }
+            ),
+            flush=True,
+        )
         if chats:
             every = LocalEmbedder(directory=fine_tune(dump["conversations"], Path(tmp) / "all"))
             runs = []
             with swapped_embedder(every):
                 for path in CHATS:
                     runs.append(run(path, [1, 5, 10], {}, None, None, None))
-            print(json.dumps({"fine_tune_bound_project_chats": {"anima": pooled(runs, lambda r: r),
-                                                                "bm25": pooled(runs, lambda r: r["bm25"])}}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "fine_tune_bound_project_chats": {
+                            "anima": pooled(runs, lambda r: r),
+                            "bm25": pooled(runs, lambda r: r["bm25"]),
+                        }
+                    }
+                ),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -46,9 +46,11 @@ def metrics(rankings: list[tuple[int, list[str], list[str]]]) -> dict:
         by_cat[category].append(len(ev & set(ranked[:5])) / len(ev))
         rank = next((n for n, r in enumerate(ranked[:10], 1) if r in ev), None)
         rr.append(1 / rank if rank else 0.0)
-    return {**{f"recall@{k}": round(statistics.mean(v), 4) for k, v in recall.items()},
-            "mrr@10": round(statistics.mean(rr), 4),
-            "recall@5_by_category": {str(c): round(statistics.mean(v), 4) for c, v in sorted(by_cat.items())}}
+    return {
+        **{f"recall@{k}": round(statistics.mean(v), 4) for k, v in recall.items()},
+        "mrr@10": round(statistics.mean(rr), 4),
+        "recall@5_by_category": {str(c): round(statistics.mean(v), 4) for c, v in sorted(by_cat.items())},
+    }
 
 
 def graph_of(conversation: dict) -> GraphContext:
@@ -71,13 +73,30 @@ def build(dump: dict, dataset: str = "", first: int = 0) -> list[dict]:
                 continue
             refs = [c["ref"] for c in cands]
             act = activation(extract(q["question"]), graph.holders, graph.entities_of, graph.documents)
-            matrix = candidate_features(q["question"], refs, [c["score"] for c in cands], [c["parts"] for c in cands],
-                                        act, graph, turns=[turn[r] for r in refs], query_vector=q.get("vector"),
-                                        vectors=[stored.get(r) for r in refs])
+            matrix = candidate_features(
+                q["question"],
+                refs,
+                [c["score"] for c in cands],
+                [c["parts"] for c in cands],
+                act,
+                graph,
+                turns=[turn[r] for r in refs],
+                query_vector=q.get("vector"),
+                vectors=[stored.get(r) for r in refs],
+            )
             ev = set(q["evidence"])
-            rows.append({"conversation": number, "dataset": dataset, "category": q["category"],
-                         "question": q["question"], "refs": refs, "x": matrix,
-                         "y": np.array([1 if r in ev else 0 for r in refs]), "evidence": q["evidence"]})
+            rows.append(
+                {
+                    "conversation": number,
+                    "dataset": dataset,
+                    "category": q["category"],
+                    "question": q["question"],
+                    "refs": refs,
+                    "x": matrix,
+                    "y": np.array([1 if r in ev else 0 for r in refs]),
+                    "evidence": q["evidence"],
+                }
+            )
     return rows
 
 
@@ -108,7 +127,7 @@ def second_embedding(dumps: list[dict], model: str, cache_dir: Path | None) -> d
             flat = np.asarray(embedder.embed(texts + questions), dtype=np.float32)
             at = 0
             for key, size in zip(keys, sizes):
-                out[(number, key)] = flat[at:at + size]
+                out[(number, key)] = flat[at : at + size]
                 at += size
             for q in questions:
                 out[(number, "?" + q)] = flat[at]
@@ -150,8 +169,14 @@ def fit(rows: list[dict], columns: list[int], seed: int = 0, balanced: bool = Fa
         for r in rows:
             per[r["dataset"]] += 1
         weight = np.concatenate([np.full(len(r["y"]), len(rows) / (len(per) * per[r["dataset"]])) for r in rows])
-    model = HistGradientBoostingClassifier(max_iter=150, learning_rate=0.06, max_leaf_nodes=15, min_samples_leaf=40,
-                                           l2_regularization=1.0, random_state=seed)
+    model = HistGradientBoostingClassifier(
+        max_iter=150,
+        learning_rate=0.06,
+        max_leaf_nodes=15,
+        min_samples_leaf=40,
+        l2_regularization=1.0,
+        random_state=seed,
+    )
     model.fit(x, y, sample_weight=weight)
     return model
 
@@ -170,34 +195,70 @@ def loco(rows: list[dict], columns: list[int], balanced: bool = False) -> list[t
 
 
 def per_dataset(rankings: list[tuple[int, list[str], list[str], str]]) -> dict:
-    return {name: metrics([(c, ranked, ev) for c, ranked, ev, d in rankings if d == name])
-            for name in sorted({d for *_, d in rankings})}
+    return {
+        name: metrics([(c, ranked, ev) for c, ranked, ev, d in rankings if d == name])
+        for name in sorted({d for *_, d in rankings})
+    }
 
 
-TURN = ["is_question", "states", "overlap_asking", "overlap_stating", "dense_asking", "dense_stating", "length",
-        "length_vs_pool", "pool_questions", "pool_length", "author_asks_share"]
+TURN = [
+    "is_question",
+    "states",
+    "overlap_asking",
+    "overlap_stating",
+    "dense_asking",
+    "dense_stating",
+    "length",
+    "length_vs_pool",
+    "pool_questions",
+    "pool_length",
+    "author_asks_share",
+]
 ABLATIONS = {
     "all": [],
     "no_turn": TURN,
     "no_graph": ["activation", "activation_rank", "first_hop", "name_overlap"],
     "no_window": ["window_best", "window_mean", "window_gain"],
-    "no_graph_no_window": ["activation", "activation_rank", "first_hop", "name_overlap",
-                           "window_best", "window_mean", "window_gain"],
-    "no_graph_no_window_no_turn": ["activation", "activation_rank", "first_hop", "name_overlap",
-                                   "window_best", "window_mean", "window_gain", *TURN],
+    "no_graph_no_window": [
+        "activation",
+        "activation_rank",
+        "first_hop",
+        "name_overlap",
+        "window_best",
+        "window_mean",
+        "window_gain",
+    ],
+    "no_graph_no_window_no_turn": [
+        "activation",
+        "activation_rank",
+        "first_hop",
+        "name_overlap",
+        "window_best",
+        "window_mean",
+        "window_gain",
+        *TURN,
+    ],
 }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dump", type=Path, nargs="+", required=True,
-                        help="one or more dumps (e.g. LoCoMo dev and the project chats): LOCO runs across all")
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="one or more dumps (e.g. LoCoMo dev and the project chats): LOCO runs across all",
+    )
     parser.add_argument("--write", action="store_true", help="write the model trained on every conversation")
     parser.add_argument("--balanced", action="store_true", help="each dump's questions weigh the same in all")
     parser.add_argument("--ablations", nargs="*", default=list(ABLATIONS))
-    parser.add_argument("--second-model", default=None,
-                        help="a second embedding model's similarities as features (all-mpnet-base-v2, "
-                             "multilingual-e5-small-q4); measured only, not written to the model")
+    parser.add_argument(
+        "--second-model",
+        default=None,
+        help="a second embedding model's similarities as features (all-mpnet-base-v2, "
+        "multilingual-e5-small-q4); measured only, not written to the model",
+    )
     parser.add_argument("--cache-dir", type=Path, default=None, help="the second model's embeddings between runs")
     args = parser.parse_args()
     rows: list[dict] = []
@@ -214,7 +275,9 @@ def main() -> None:
         for conversation in dump["conversations"]:
             for q in conversation["questions"]:
                 if q["candidates"]:
-                    bm25.append((q["category"], bm25_ranking(conversation["turns"], q["question"]), q["evidence"], name))
+                    bm25.append(
+                        (q["category"], bm25_ranking(conversation["turns"], q["question"]), q["evidence"], name)
+                    )
         hybrid += [(r["category"], r["refs"], r["evidence"], name) for r in got]
     names = list(FEATURES)
     if args.second_model:
@@ -224,8 +287,9 @@ def main() -> None:
     result["questions"] = {name: sum(1 for r in rows if r["dataset"] == name) for name in {r["dataset"] for r in rows}}
     result["bm25"] = per_dataset(bm25)
     result["hybrid_fused_order"] = per_dataset(hybrid)
-    result["pool_recall"] = round(statistics.mean(len(set(r["evidence"]) & set(r["refs"])) / len(set(r["evidence"]))
-                                                  for r in rows), 4)
+    result["pool_recall"] = round(
+        statistics.mean(len(set(r["evidence"]) & set(r["refs"])) / len(set(r["evidence"])) for r in rows), 4
+    )
     for name in args.ablations:
         columns = [n for n, f in enumerate(names) if f not in ABLATIONS[name]]
         result[f"learned_{name}_loco"] = per_dataset(loco(rows, columns, args.balanced))

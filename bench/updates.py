@@ -51,8 +51,9 @@ HELD_OUT_TEMPLATES = [
 ]
 
 
-def build(samples: list[dict], seed: int = 7, templates: list[tuple[str, str]] | None = None
-          ) -> list[tuple[Statement, Statement, bool, str]]:
+def build(
+    samples: list[dict], seed: int = 7, templates: list[tuple[str, str]] | None = None
+) -> list[tuple[Statement, Statement, bool, str]]:
     rng = random.Random(seed)
     templates = TEMPLATES if templates is None else templates
     cases: list[tuple[Statement, Statement, bool, str]] = []
@@ -80,7 +81,7 @@ def build(samples: list[dict], seed: int = 7, templates: list[tuple[str, str]] |
             pairs = []
             for i, (s1, t1) in enumerate(said):
                 w1 = {e for e in extract(t1) if e.startswith("w:")}
-                for s2, t2 in said[i + 1:]:
+                for s2, t2 in said[i + 1 :]:
                     if s2 != s1 and len(w1 & {e for e in extract(t2) if e.startswith("w:")}) >= 2:
                         pairs.append((t1, t2))
             for t1, t2 in rng.sample(pairs, min(60, len(pairs))):
@@ -105,25 +106,40 @@ def score(cases: list[tuple[Statement, Statement, bool, str]]) -> dict:
             errors.append({"kind": kind, "older": older.text[:120], "newer": newer.text[:120], "expected": expected})
     total = len(cases)
     return {
-        "cases": total, "positives": tp + fn, "negatives": tn + fp, "real_pairs": real,
+        "cases": total,
+        "positives": tp + fn,
+        "negatives": tn + fp,
+        "real_pairs": real,
         "accuracy": round((tp + tn) / total, 4) if total else None,
         "precision": round(tp / (tp + fp), 4) if tp + fp else None,
         "recall": round(tp / (tp + fn), 4) if tp + fn else None,
         "false_positive_rate_real_pairs": round(real_fp / real, 4) if real else None,
-        "errors": errors}
+        "errors": errors,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json")
+    parser.add_argument(
+        "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"
+    )
     args = parser.parse_args()
     samples = json.loads(args.data.read_text())
     whole = score(build(samples))
     in_sample = score(build(samples[0::2]))
     held_out = score(build(samples[1::2], seed=11, templates=HELD_OUT_TEMPLATES))
-    print(json.dumps({"benchmark": "knowledge-update-detection", "data": str(args.data), **whole,
-                      "in_sample": {k: v for k, v in in_sample.items() if k != "errors"},
-                      "held_out": held_out}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "knowledge-update-detection",
+                "data": str(args.data),
+                **whole,
+                "in_sample": {k: v for k, v in in_sample.items() if k != "errors"},
+                "held_out": held_out,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -59,15 +59,25 @@ def main() -> None:
     args = parser.parse_args()
     settings = load_settings()
     model_dir = assemble_whisper(settings.cache_dir)
-    engines = SpeechEngines(cache_dir=settings.cache_dir, voices=dict(settings.speech.tts_voices),
-                            words_per_minute=dict(settings.speech.tts_words_per_minute),
-                            languages=("en", "ru"), beam_size=args.beam, threads=min(2, os.cpu_count() or 1))
+    engines = SpeechEngines(
+        cache_dir=settings.cache_dir,
+        voices=dict(settings.speech.tts_voices),
+        words_per_minute=dict(settings.speech.tts_words_per_minute),
+        languages=("en", "ru"),
+        beam_size=args.beam,
+        threads=min(2, os.cpu_count() or 1),
+    )
     started = time.perf_counter()
     engines.transcriber()._loaded()
     load_seconds = time.perf_counter() - started
-    result: dict[str, object] = {"stt": "whisper-base ctranslate2 int8 (faster-whisper)", "tts": "espeak-ng",
-                                 "beam_size": args.beam, "language": "detected" if args.detect else "given",
-                                 "cpu_threads": engines.threads, "stt_load_s": round(load_seconds, 2)}
+    result: dict[str, object] = {
+        "stt": "whisper-base ctranslate2 int8 (faster-whisper)",
+        "tts": "espeak-ng",
+        "beam_size": args.beam,
+        "language": "detected" if args.detect else "given",
+        "cpu_threads": engines.threads,
+        "stt_load_s": round(load_seconds, 2),
+    }
     for language, sentences in SENTENCES.items():
         audio_seconds = tts_seconds = stt_seconds = 0.0
         heard, detected = [], []

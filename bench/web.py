@@ -33,14 +33,20 @@ from graph.agent import build_agent
 from graph.loop import Stopper, run_loop
 from graph.loop.journal import LiveJournal
 from graph.services import open_services
+from persona.settings import Overrides
 from tests.fakes.llm import FakeLLM
 from tests.fakes.memory import HashEmbedder
 from web.server import start_in_thread
-from persona.settings import Overrides
 
 GOAL_P95_MS = 250.0
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"]
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def progress(msg: str) -> None:
@@ -61,8 +67,13 @@ def percentiles(values: list[float]) -> dict[str, float | int]:
     def pick(q: float) -> float:
         return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))], 1)
 
-    return {"n": len(ordered), "p50_ms": pick(0.5), "p95_ms": pick(0.95), "max_ms": round(ordered[-1], 1),
-            "mean_ms": round(statistics.fmean(ordered), 1)}
+    return {
+        "n": len(ordered),
+        "p50_ms": pick(0.5),
+        "p95_ms": pick(0.95),
+        "max_ms": round(ordered[-1], 1),
+        "mean_ms": round(statistics.fmean(ordered), 1),
+    }
 
 
 class SSEClient(threading.Thread):
@@ -79,8 +90,10 @@ class SSEClient(threading.Thread):
 
     def run(self) -> None:
         try:
-            with httpx.Client(timeout=httpx.Timeout(10.0, read=30.0)) as client, \
-                    client.stream("GET", self.url, headers={"Accept": "text/event-stream"}) as response:
+            with (
+                httpx.Client(timeout=httpx.Timeout(10.0, read=30.0)) as client,
+                client.stream("GET", self.url, headers={"Accept": "text/event-stream"}) as response,
+            ):
                 response.raise_for_status()
                 self.ready.set()
                 for line in response.iter_lines():
@@ -103,8 +116,13 @@ class SSEClient(threading.Thread):
 
 def make_agent(data_dir: Path):
     fake = FakeLLM("fake")
-    services = open_services(data_dir=str(data_dir), embedded=False, providers={"fake": fake},
-                             entries=[{"id": "fake", "provider": "fake", "priority": 100}], embedder=HashEmbedder())
+    services = open_services(
+        data_dir=str(data_dir),
+        embedded=False,
+        providers={"fake": fake},
+        entries=[{"id": "fake", "provider": "fake", "priority": 100}],
+        embedder=HashEmbedder(),
+    )
     return build_agent("repl", services=services, data_dir=str(data_dir), checkpointer="memory", thread_id="main")
 
 
@@ -133,8 +151,7 @@ def bench_sse(agent, url: str, ticks: int, pause_s: float, min_events: int) -> d
     while len(client.latencies_ms) < sent and time.monotonic() < deadline:
         time.sleep(0.05)
     client.stop.set()
-    result = {**percentiles(client.latencies_ms), "journaled": sent, "kinds": client.kinds,
-              "goal_p95_ms": GOAL_P95_MS}
+    result = {**percentiles(client.latencies_ms), "journaled": sent, "kinds": client.kinds, "goal_p95_ms": GOAL_P95_MS}
     result["meets_goal"] = bool(client.latencies_ms) and result["p95_ms"] <= GOAL_P95_MS
     return result
 
@@ -148,11 +165,15 @@ def seed_conversation(agent, messages: int) -> None:
     with agent.services.db.unit() as repos:
         for i in range(messages):
             if i % 2 == 0:
-                repos.notes.add(f"Note {i} from the human: what do you make of the tide tables this week?",
-                                source="user")
+                repos.notes.add(
+                    f"Note {i} from the human: what do you make of the tide tables this week?", source="user"
+                )
             else:
-                repos.notes.add(f"Reply {i}: the tides run late; I keep a list of the gulls that come back.",
-                                source="llm", tags=["outgoing"])
+                repos.notes.add(
+                    f"Reply {i}: the tides run late; I keep a list of the gulls that come back.",
+                    source="llm",
+                    tags=["outgoing"],
+                )
 
 
 def bench_talk_http(url: str, loads: int) -> dict:
@@ -225,8 +246,12 @@ def main() -> None:
         web.stop()
         agent.close()
         shutil.rmtree(data_dir, ignore_errors=True)
-    print(json.dumps({"sse_event_latency": sse, "talk_page": {"messages": args.messages, "http_get": http,
-                                                              "browser": browser}}, indent=2))
+    print(
+        json.dumps(
+            {"sse_event_latency": sse, "talk_page": {"messages": args.messages, "http_get": http, "browser": browser}},
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

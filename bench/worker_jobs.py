@@ -102,10 +102,24 @@ class Split:
         self.wrap(sqlalchemy.engine.base.Connection, "_execute_context", "sql (Core execution, psycopg)")
         for name in ("execute", "scalars", "scalar", "get", "flush", "commit", "rollback", "close"):
             self.wrap(sqlalchemy.orm.session.Session, name, "orm (sessions, flushes, commits)")
-        for cls in (sqlalchemy.engine.result.Result, sqlalchemy.engine.result.ScalarResult,
-                    sqlalchemy.engine.result.MappingResult):
-            for name in ("all", "first", "one", "one_or_none", "scalar_one", "scalar_one_or_none", "scalar",
-                         "fetchall", "fetchone", "__iter__", "__next__"):
+        for cls in (
+            sqlalchemy.engine.result.Result,
+            sqlalchemy.engine.result.ScalarResult,
+            sqlalchemy.engine.result.MappingResult,
+        ):
+            for name in (
+                "all",
+                "first",
+                "one",
+                "one_or_none",
+                "scalar_one",
+                "scalar_one_or_none",
+                "scalar",
+                "fetchall",
+                "fetchone",
+                "__iter__",
+                "__next__",
+            ):
                 if hasattr(cls, name):
                     self.wrap(cls, name, "fetch (rows, ORM objects)")
         for name in ("put", "put_writes", "get_tuple", "list", "prune"):
@@ -121,8 +135,9 @@ class Split:
         self.wrap(jobs.Scheduler, "_defer", "job engine (defer)")
 
     def per_job(self, cpu: float, jobs_run: int) -> dict[str, float]:
-        split = {name: round(spent * 1000 / jobs_run, 1)
-                 for name, spent in sorted(self.spent.items(), key=lambda kv: -kv[1])}
+        split = {
+            name: round(spent * 1000 / jobs_run, 1) for name, spent in sorted(self.spent.items(), key=lambda kv: -kv[1])
+        }
         split["rest"] = round((cpu - sum(self.spent.values())) * 1000 / jobs_run, 1)
         return split
 
@@ -174,10 +189,12 @@ def main() -> None:
             psycopg.Cursor.execute = counted
             profiles: list[cProfile.Profile] = []
             if args.profile:
+
                 def start(*_: object) -> None:
                     profile = cProfile.Profile(time.thread_time)
                     profiles.append(profile)
                     profile.enable()
+
                 main_profile = cProfile.Profile(time.thread_time)
                 profiles.append(main_profile)
                 threading.setprofile(start)
@@ -203,12 +220,21 @@ def main() -> None:
         fleet.close()
         deployment.close()
     __import__("shutil").rmtree(base, ignore_errors=True)
-    print(json.dumps({"personas": len(names), "jobs": count, "cpu_ms_per_job": round(cpu * 1000 / count, 1),
-                      "statements_per_job": round(sent[0] / count, 1),
-                      "rss_mb": {"one_open": round(one_open, 1), "all_open": round(all_open, 1)},
-                      "per_open_persona_mb": round((all_open - one_open) / max(1, len(names) - 1), 2),
-                      "profiled": bool(args.profile), "load_average": round(os.getloadavg()[0], 2),
-                      **({"split_ms": split.per_job(cpu, count)} if args.split else {})}))
+    print(
+        json.dumps(
+            {
+                "personas": len(names),
+                "jobs": count,
+                "cpu_ms_per_job": round(cpu * 1000 / count, 1),
+                "statements_per_job": round(sent[0] / count, 1),
+                "rss_mb": {"one_open": round(one_open, 1), "all_open": round(all_open, 1)},
+                "per_open_persona_mb": round((all_open - one_open) / max(1, len(names) - 1), 2),
+                "profiled": bool(args.profile),
+                "load_average": round(os.getloadavg()[0], 2),
+                **({"split_ms": split.per_job(cpu, count)} if args.split else {}),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ class Channel(abc.ABC):
         """The platform id of a message sent earlier with this idempotency key, where the platform can tell."""
         return None
 
-    async def settle(self, message: Outgoing, platform_id: str) -> None:
+    async def settle(self, message: Outgoing, platform_id: str) -> None:  # noqa: B027 - a hook that does nothing unless a channel needs it
         """What follows a send once the outbox has recorded it (the e-mail's copy in Sent): a kill before it loses
         only this, never the record that the message went out."""
 

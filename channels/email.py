@@ -36,7 +36,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email import policy
 from email.headerregistry import Address
 from email.message import EmailMessage
@@ -47,8 +47,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from channels.base import (Attachment, AttachmentKind, Batch, Channel, ChannelDown, ChannelRefused, Incoming,
-                           Outgoing)
+from channels.base import Attachment, AttachmentKind, Batch, Channel, ChannelDown, ChannelRefused, Incoming, Outgoing
 from channels.email_auth import Alignment, SenderCheck, check_sender, header_fields
 from channels.options import ChannelEntryLike
 from channels.options import parse_options as parse_entry_options
@@ -84,29 +83,43 @@ class EmailOptions(BaseModel):
     timeout_s: float = Field(30.0, gt=0, le=600)
     ca_file: str = Field("", description="a CA bundle for a server with a private certificate")
     subject: str = Field("A message", description="the subject of a message that starts a thread")
-    trusted_authserv_id: str = Field("", description="the authserv-id the receiving server writes in its "
-                                     "Authentication-Results headers; the only one believed, and only above that "
-                                     "server's own Received")
-    receiving_hosts: str = Field("", description="the host name(s), comma-separated, the receiving server writes "
-                                 "after `by` in its Received header; the trusted_authserv_id when empty")
-    require_authentication: bool = Field(True, description="a From is believed only when that server's DKIM or "
-                                         "SPF result passed for an aligned domain; false: for a private server you "
-                                         "trust, the From alone")
+    trusted_authserv_id: str = Field(
+        "",
+        description="the authserv-id the receiving server writes in its "
+        "Authentication-Results headers; the only one believed, and only above that "
+        "server's own Received",
+    )
+    receiving_hosts: str = Field(
+        "",
+        description="the host name(s), comma-separated, the receiving server writes "
+        "after `by` in its Received header; the trusted_authserv_id when empty",
+    )
+    require_authentication: bool = Field(
+        True,
+        description="a From is believed only when that server's DKIM or "
+        "SPF result passed for an aligned domain; false: for a private server you "
+        "trust, the From alone",
+    )
     alignment: Alignment = Field("relaxed", description="DMARC's: relaxed (same organisational domain) or strict")
-    verify_dkim: bool = Field(False, description="verify a mail's DKIM signature here too (dkimpy, its key from the "
-                              "DNS) when the server's headers do not vouch for it")
+    verify_dkim: bool = Field(
+        False,
+        description="verify a mail's DKIM signature here too (dkimpy, its key from the "
+        "DNS) when the server's headers do not vouch for it",
+    )
 
     @model_validator(mode="after")
-    def _clear_text_only_on_loopback(self) -> "EmailOptions":
+    def _clear_text_only_on_loopback(self) -> EmailOptions:
         for what, host, mode in (("imap", self.imap_host, self.imap_tls), ("smtp", self.smtp_server, self.smtp_tls)):
             if mode == "none" and host not in LOOPBACK:
                 raise ValueError(f"{what}_tls none sends the password in clear: only on loopback, not to {host}")
         if "@" not in parseaddr(self.address)[1]:
             raise ValueError(f"address {self.address!r} is not an e-mail address")
         if self.require_authentication and not (self.trusted_authserv_id.strip() or self.verify_dkim):
-            raise ValueError("trusted_authserv_id is needed while require_authentication is on (the default): the "
-                             "name your receiving server writes in Authentication-Results (e.g. mx.example.org); "
-                             "or verify_dkim: true, or require_authentication: false for a private server you trust")
+            raise ValueError(
+                "trusted_authserv_id is needed while require_authentication is on (the default): the "
+                "name your receiving server writes in Authentication-Results (e.g. mx.example.org); "
+                "or verify_dkim: true, or require_authentication: false for a private server you trust"
+            )
         return self
 
     @property
@@ -140,6 +153,7 @@ def parse_options(name: str, options: Mapping[str, str]) -> EmailOptions:
 
 
 # --- parsing (pure: unit-tested) ---------------------------------------------------------------------------------
+
 
 class _HtmlText(HTMLParser):
     def __init__(self) -> None:
@@ -240,8 +254,11 @@ class ParsedMail:
 def raw_headers(mail: EmailMessage, name: str) -> list[str]:
     """Every value of header `name` as written (unfolded, not decoded): reading it cannot fail."""
     wanted = name.lower()
-    return [re.sub(r"\r?\n(?=[ \t])", "", str(value)).strip() for key, value in mail.raw_items()
-            if key.strip().lower() == wanted]
+    return [
+        re.sub(r"\r?\n(?=[ \t])", "", str(value)).strip()
+        for key, value in mail.raw_items()
+        if key.strip().lower() == wanted
+    ]
 
 
 def header_text(mail: EmailMessage, name: str, default: str = "") -> str:
@@ -271,15 +288,25 @@ def from_mailbox(mail: EmailMessage) -> tuple[str, str]:
     except Exception as exc:  # noqa: BLE001 - the parser raises IndexError, HeaderParseError, … on crafted input
         raise UnreadableMail(f"the From field cannot be read ({type(exc).__name__})") from exc
     if defects or len(addresses) != 1 or "@" not in addresses[0].addr_spec:
-        raise UnreadableMail(f"the From field is not one address ({len(addresses)} read"
-                             + (f", {defects[0]}" if defects else "") + ")")
+        raise UnreadableMail(
+            f"the From field is not one address ({len(addresses)} read" + (f", {defects[0]}" if defects else "") + ")"
+        )
     return str(addresses[0].display_name or ""), str(addresses[0].addr_spec).lower()
 
 
-def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_bytes: int,
-               received: datetime | None = None, authserv_id: str | None = None,
-               alignment: Alignment = "relaxed", verify_dkim: bool = False, receiving_hosts: tuple[str, ...] = (),
-               dnsfunc: Callable[..., Any] | None = None) -> ParsedMail:
+def parse_mail(
+    raw: bytes,
+    *,
+    ref_prefix: str,
+    fallback_id: str,
+    max_attachment_bytes: int,
+    received: datetime | None = None,
+    authserv_id: str | None = None,
+    alignment: Alignment = "relaxed",
+    verify_dkim: bool = False,
+    receiving_hosts: tuple[str, ...] = (),
+    dnsfunc: Callable[..., Any] | None = None,
+) -> ParsedMail:
     """A mail's sender, text (plain, else HTML as text), thread headers and attachments (`ref` = ref_prefix:N, N the
     part's index in `walk()` order); with `authserv_id`, whether its From is its sender's (channels/email_auth.py).
     UnreadableMail when its sender cannot be told; any other error means the same to the caller."""
@@ -293,7 +320,7 @@ def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_
         sent_at = None
     sent_at = sent_at or received or utcnow()
     if sent_at.tzinfo is None:
-        sent_at = sent_at.replace(tzinfo=timezone.utc)
+        sent_at = sent_at.replace(tzinfo=UTC)
     plain: list[str] = []
     markup: list[str] = []
     attachments: list[Attachment] = []
@@ -312,19 +339,42 @@ def parse_mail(raw: bytes, *, ref_prefix: str, fallback_id: str, max_attachment_
             continue
         payload = part.get_payload(decode=True)
         data = payload if isinstance(payload, bytes) else b""
-        attachments.append(Attachment(
-            kind=attachment_kind(mime, filename or ""), name=filename or f"part-{index}", mime=mime, size=len(data),
-            ref=f"{ref_prefix}:{index}", data=data if len(data) <= max_attachment_bytes else None))
+        attachments.append(
+            Attachment(
+                kind=attachment_kind(mime, filename or ""),
+                name=filename or f"part-{index}",
+                mime=mime,
+                size=len(data),
+                ref=f"{ref_prefix}:{index}",
+                data=data if len(data) <= max_attachment_bytes else None,
+            )
+        )
     text = "\n".join(p.strip() for p in plain) if plain else "\n".join(html_to_text(m) for m in markup)
     parents = message_ids(" ".join(raw_headers(mail, "In-Reply-To")))
     in_reply_to = parents[0] if parents else None
-    return ParsedMail(message_id=message_id, sender=address, sender_name=name or address,
-                      subject=header_text(mail, "Subject"), text=text.strip(), sent_at=sent_at,
-                      in_reply_to=in_reply_to, references=" ".join(message_ids(" ".join(raw_headers(mail, "References")))),
-                      attachments=tuple(attachments), automatic=is_automatic(mail, address),
-                      sender_check=None if authserv_id is None else check_sender(
-                          raw, address, authserv_id, alignment, receiving_hosts=receiving_hosts,
-                          verify_dkim=verify_dkim, dnsfunc=dnsfunc))
+    return ParsedMail(
+        message_id=message_id,
+        sender=address,
+        sender_name=name or address,
+        subject=header_text(mail, "Subject"),
+        text=text.strip(),
+        sent_at=sent_at,
+        in_reply_to=in_reply_to,
+        references=" ".join(message_ids(" ".join(raw_headers(mail, "References")))),
+        attachments=tuple(attachments),
+        automatic=is_automatic(mail, address),
+        sender_check=None
+        if authserv_id is None
+        else check_sender(
+            raw,
+            address,
+            authserv_id,
+            alignment,
+            receiving_hosts=receiving_hosts,
+            verify_dkim=verify_dkim,
+            dnsfunc=dnsfunc,
+        ),
+    )
 
 
 def is_automatic(mail: EmailMessage, address: str) -> bool:
@@ -332,8 +382,13 @@ def is_automatic(mail: EmailMessage, address: str) -> bool:
     submitted = " ".join(raw_headers(mail, "Auto-Submitted")).strip().lower() or "no"
     precedence = " ".join(raw_headers(mail, "Precedence")).strip().lower()
     local = address.partition("@")[0].lower()
-    return (submitted != "no" or precedence in ("bulk", "junk", "auto_reply") or local in ("mailer-daemon", "postmaster")
-            or bool(raw_headers(mail, "X-Autoreply")) or bool(raw_headers(mail, "X-Autorespond")))
+    return (
+        submitted != "no"
+        or precedence in ("bulk", "junk", "auto_reply")
+        or local in ("mailer-daemon", "postmaster")
+        or bool(raw_headers(mail, "X-Autoreply"))
+        or bool(raw_headers(mail, "X-Autorespond"))
+    )
 
 
 def part_bytes(raw: bytes, index: int) -> bytes:
@@ -364,8 +419,9 @@ def audio_mime(audio: bytes) -> tuple[str, str]:
     return "application/octet-stream", "answer.bin"
 
 
-def build_mail(options: EmailOptions, message: Outgoing, message_id: str, *, now: datetime | None = None
-               ) -> EmailMessage:
+def build_mail(
+    options: EmailOptions, message: Outgoing, message_id: str, *, now: datetime | None = None
+) -> EmailMessage:
     """The mail for `message`: a reply (In-Reply-To = reply_to, References = the thread's ids, "Re: subject") when it
     answers something, else a new thread with the configured subject."""
     mail = EmailMessage()
@@ -396,11 +452,13 @@ def build_mail(options: EmailOptions, message: Outgoing, message_id: str, *, now
 
 # --- the channel -------------------------------------------------------------------------------------------------
 
+
 class EmailChannel(Channel):
     kind: ClassVar[str] = "email"
 
-    def __init__(self, name: str, options: EmailOptions, password: Callable[[], str], *,
-                 max_attachment_bytes: int = 2_000_000):
+    def __init__(
+        self, name: str, options: EmailOptions, password: Callable[[], str], *, max_attachment_bytes: int = 2_000_000
+    ):
         super().__init__(name)
         self.options = options
         self._password = password  # called when connecting: the secret is no attribute of the channel
@@ -417,7 +475,7 @@ class EmailChannel(Channel):
         self.can_tell_sent = bool(options.sent_folder) and not options.append_sent
 
     @classmethod
-    def from_entry(cls, entry: ChannelEntryLike, secrets: Mapping[str, str]) -> "EmailChannel":
+    def from_entry(cls, entry: ChannelEntryLike, secrets: Mapping[str, str]) -> EmailChannel:
         options = parse_options(entry.name, entry.options)
         if not secrets.get("password"):
             raise ValueError(f"{entry.name}: the secret `password` is missing (secret_env or secrets_file)")
@@ -433,8 +491,13 @@ class EmailChannel(Channel):
         from imapclient import IMAPClient
 
         o = self.options
-        client = IMAPClient(o.imap_host, port=o.imap_port_or_default, ssl=o.imap_tls == "tls",
-                            ssl_context=self._ssl_context() if o.imap_tls == "tls" else None, timeout=o.timeout_s)
+        client = IMAPClient(
+            o.imap_host,
+            port=o.imap_port_or_default,
+            ssl=o.imap_tls == "tls",
+            ssl_context=self._ssl_context() if o.imap_tls == "tls" else None,
+            timeout=o.timeout_s,
+        )
         try:
             if o.imap_tls == "starttls":
                 client.starttls(self._ssl_context())
@@ -504,9 +567,9 @@ class EmailChannel(Channel):
             validity = int(status[b"UIDVALIDITY"])
             last = _cursor_uid(cursor, validity)
             if last is None:
-                uids = sorted(client.search(["ALL"]))[-self.options.batch:]
+                uids = sorted(client.search(["ALL"]))[-self.options.batch :]
             else:
-                uids = sorted(u for u in client.search(["UID", f"{last + 1}:*"]) if u > last)[:self.options.batch]
+                uids = sorted(u for u in client.search(["UID", f"{last + 1}:*"]) if u > last)[: self.options.batch]
             remaining = deadline - time.monotonic()
             if uids or remaining <= 0 or self._closing.is_set():
                 break
@@ -553,14 +616,22 @@ class EmailChannel(Channel):
                 out.append(incoming)
         return out
 
-    def _incoming(self, validity: int, uid: int, raw: bytes, received: datetime | None, *,
-                  headers_only: bool) -> Incoming | None:
+    def _incoming(
+        self, validity: int, uid: int, raw: bytes, received: datetime | None, *, headers_only: bool
+    ) -> Incoming | None:
         o = self.options
-        mail = parse_mail(raw, ref_prefix=f"{validity}:{uid}", fallback_id=f"imap:{validity}:{uid}",
-                          max_attachment_bytes=self.max_attachment_bytes, received=received,
-                          authserv_id=o.trusted_authserv_id.strip() if o.require_authentication else None,
-                          alignment=o.alignment, verify_dkim=o.verify_dkim, receiving_hosts=o.receiving_host_names,
-                          dnsfunc=self.dnsfunc)
+        mail = parse_mail(
+            raw,
+            ref_prefix=f"{validity}:{uid}",
+            fallback_id=f"imap:{validity}:{uid}",
+            max_attachment_bytes=self.max_attachment_bytes,
+            received=received,
+            authserv_id=o.trusted_authserv_id.strip() if o.require_authentication else None,
+            alignment=o.alignment,
+            verify_dkim=o.verify_dkim,
+            receiving_hosts=o.receiving_host_names,
+            dnsfunc=self.dnsfunc,
+        )
         if mail.automatic or mail.sender == self.own_address:
             return None  # an autoresponder's or a bounce (answering could loop), or the persona's own mail
         extra = {"subject": mail.subject, "message_id": mail.message_id, "imap_uid": f"{validity}:{uid}"}
@@ -576,22 +647,37 @@ class EmailChannel(Channel):
             extra["authentication"] = mail.sender_check.reason
             unverified = "" if mail.sender_check.verified else mail.sender_check.reason or "not authenticated"
         return Incoming(
-            channel=self.name, platform_id=mail.message_id, sender=mail.sender, sender_name=mail.sender_name,
-            conversation=thread_root(mail.message_id, mail.in_reply_to, mail.references), text=text,
-            sent_at=mail.sent_at, reply_to=mail.in_reply_to, attachments=mail.attachments, extra=extra,
-            unverified=unverified, private=True)  # a mail thread with the persona: an answer goes to them alone
+            channel=self.name,
+            platform_id=mail.message_id,
+            sender=mail.sender,
+            sender_name=mail.sender_name,
+            conversation=thread_root(mail.message_id, mail.in_reply_to, mail.references),
+            text=text,
+            sent_at=mail.sent_at,
+            reply_to=mail.in_reply_to,
+            attachments=mail.attachments,
+            extra=extra,
+            unverified=unverified,
+            private=True,
+        )  # a mail thread with the persona: an answer goes to them alone
 
-    def _set_aside(self, validity: int, uid: int, raw: bytes, received: datetime | None,
-                   error: Exception) -> Incoming:
+    def _set_aside(self, validity: int, uid: int, raw: bytes, received: datetime | None, error: Exception) -> Incoming:
         """A mail that cannot be read, handed out `quarantined` under its mailbox UID (its Message-ID is not to be
         trusted either): the manager records it set aside — no text, no sender anyone is taken for — and the cursor
         moves past it; the mail itself stays in the mailbox."""
         why = str(error) if isinstance(error, UnreadableMail) else f"cannot be read ({type(error).__name__}: {error})"
         claimed = next((f.value for f in header_fields(raw) if f.key == "from"), "")
-        return Incoming(channel=self.name, platform_id=f"imap:{validity}:{uid}",
-                        sender=printable(claimed)[:200] or "(no From)", sender_name="", conversation="", text="",
-                        sent_at=received or utcnow(), extra={"imap_uid": f"{validity}:{uid}"},
-                        quarantined=f"{why[:400]} (it stays in the mailbox {self.options.folder}, UID {uid})")
+        return Incoming(
+            channel=self.name,
+            platform_id=f"imap:{validity}:{uid}",
+            sender=printable(claimed)[:200] or "(no From)",
+            sender_name="",
+            conversation="",
+            text="",
+            sent_at=received or utcnow(),
+            extra={"imap_uid": f"{validity}:{uid}"},
+            quarantined=f"{why[:400]} (it stays in the mailbox {self.options.folder}, UID {uid})",
+        )
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
         if attachment.size > max_bytes:
@@ -635,9 +721,16 @@ class EmailChannel(Channel):
         mail = build_mail(o, message, message_id)
         try:
             await aiosmtplib.send(
-                mail, hostname=o.smtp_server, port=o.smtp_port_or_default, username=o.login,
-                password=self._password(), use_tls=o.smtp_tls == "tls", start_tls=o.smtp_tls == "starttls",
-                tls_context=self._ssl_context() if o.smtp_tls != "none" else None, timeout=o.timeout_s)
+                mail,
+                hostname=o.smtp_server,
+                port=o.smtp_port_or_default,
+                username=o.login,
+                password=self._password(),
+                use_tls=o.smtp_tls == "tls",
+                start_tls=o.smtp_tls == "starttls",
+                tls_context=self._ssl_context() if o.smtp_tls != "none" else None,
+                timeout=o.timeout_s,
+            )
         except aiosmtplib.SMTPRecipientsRefused as exc:
             raise ChannelRefused(f"{self.name}: recipient refused: {message.recipient}") from exc
         except aiosmtplib.SMTPResponseException as exc:
@@ -726,4 +819,3 @@ def _quietly(close: Callable[[], Any]) -> None:
         close()
     except Exception:  # noqa: BLE001 - closing a connection that may already be broken
         pass
-

@@ -215,8 +215,9 @@ def check_results(results: Sequence[Result], from_domain: str, mode: Alignment =
     return SenderCheck(False, "; ".join(seen) if seen else "no DKIM or SPF result")
 
 
-def check_signature(raw: bytes, from_domain: str, mode: Alignment = "relaxed",
-                    dnsfunc: Callable[..., Any] | None = None) -> SenderCheck:
+def check_signature(
+    raw: bytes, from_domain: str, mode: Alignment = "relaxed", dnsfunc: Callable[..., Any] | None = None
+) -> SenderCheck:
     """The mail's own (topmost) DKIM signature, verified here with dkimpy — its key looked up in the DNS (or through
     `dnsfunc`, dkimpy's hook) — and its d= aligned with the From domain."""
     import dkim
@@ -234,9 +235,16 @@ def check_signature(raw: bytes, from_domain: str, mode: Alignment = "relaxed",
     return SenderCheck(True, f"own dkim check: pass d={domain}")
 
 
-def check_sender(raw: bytes, from_address: str, authserv_id: str, mode: Alignment = "relaxed", *,
-                 receiving_hosts: Sequence[str] = (), verify_dkim: bool = False,
-                 dnsfunc: Callable[..., Any] | None = None) -> SenderCheck:
+def check_sender(
+    raw: bytes,
+    from_address: str,
+    authserv_id: str,
+    mode: Alignment = "relaxed",
+    *,
+    receiving_hosts: Sequence[str] = (),
+    verify_dkim: bool = False,
+    dnsfunc: Callable[..., Any] | None = None,
+) -> SenderCheck:
     """Whether `from_address` (the mail's one From address) is its sender's, by the Authentication-Results of
     `authserv_id` that the receiving server wrote above its own Received (its host: `receiving_hosts`, else the
     authserv-id; no headers are read when `authserv_id` is empty), else — with `verify_dkim` — by the mail's DKIM
@@ -252,14 +260,29 @@ def check_sender(raw: bytes, from_address: str, authserv_id: str, mode: Alignmen
         else:
             results, ignored = trusted_results(above, authserv_id)
             others = f" ({ignored} other ignored: another server's or unreadable)" if ignored else ""
-            verdict = check_results(results, from_domain, mode) if results else \
-                SenderCheck(False, f"no Authentication-Results from {authserv_id}{others}")
+            verdict = (
+                check_results(results, from_domain, mode)
+                if results
+                else SenderCheck(False, f"no Authentication-Results from {authserv_id}{others}")
+            )
     if verdict.verified or not verify_dkim:
         return verdict
     own = check_signature(raw, from_domain, mode, dnsfunc)
     return own if own.verified else SenderCheck(False, f"{verdict.reason}; {own.reason}")
 
 
-__all__ = ["Alignment", "HeaderField", "Result", "SenderCheck", "aligned", "check_results", "check_sender",
-           "check_signature", "header_fields", "organisational_domain", "received_by", "receiving_side",
-           "trusted_results"]
+__all__ = [
+    "Alignment",
+    "HeaderField",
+    "Result",
+    "SenderCheck",
+    "aligned",
+    "check_results",
+    "check_sender",
+    "check_signature",
+    "header_fields",
+    "organisational_domain",
+    "received_by",
+    "receiving_side",
+    "trusted_results",
+]

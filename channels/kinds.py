@@ -25,8 +25,9 @@ def build_channel(entry: ChannelEntry) -> Channel:
     """The configured channel, its secrets read now (environment, secrets file); no network until `open()`."""
     target = CHANNEL_KINDS.get(entry.kind)
     if target is None:
-        raise UnknownChannelKind(f"channel {entry.name}: unknown kind {entry.kind!r} (one of "
-                                 f"{', '.join(sorted(CHANNEL_KINDS))})")
+        raise UnknownChannelKind(
+            f"channel {entry.name}: unknown kind {entry.kind!r} (one of {', '.join(sorted(CHANNEL_KINDS))})"
+        )
     module_name, _, class_name = target.partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), class_name)

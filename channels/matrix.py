@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from channels.base import Attachment, Batch, Channel, ChannelDown, ChannelRefused, Incoming, Outgoing
@@ -33,9 +33,18 @@ MEDIA = {"m.audio": "audio", "m.image": "image", "m.file": "file", "m.video": "f
 class MatrixChannel(Channel):
     kind = "matrix"
 
-    def __init__(self, name: str, *, homeserver: str, user_id: str, password: str | None = None,
-                 access_token: str | None = None, device_id: str = "ANIMA", max_attachment_bytes: int = 2_000_000,
-                 request_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        homeserver: str,
+        user_id: str,
+        password: str | None = None,
+        access_token: str | None = None,
+        device_id: str = "ANIMA",
+        max_attachment_bytes: int = 2_000_000,
+        request_timeout_s: float = 30.0,
+    ) -> None:
         super().__init__(name)
         if not (password or access_token):
             raise ValueError(f"{name}: matrix needs the secret `password` or `access_token`")
@@ -51,9 +60,15 @@ class MatrixChannel(Channel):
         for needed in ("homeserver", "user_id"):
             if not options.get(needed):
                 raise ValueError(f"{entry.name}: matrix needs the option {needed}")
-        return cls(entry.name, homeserver=options["homeserver"], user_id=options["user_id"],
-                   password=secrets.get("password"), access_token=secrets.get("access_token"),
-                   device_id=options.get("device_id", "ANIMA"), max_attachment_bytes=entry.max_attachment_bytes)
+        return cls(
+            entry.name,
+            homeserver=options["homeserver"],
+            user_id=options["user_id"],
+            password=secrets.get("password"),
+            access_token=secrets.get("access_token"),
+            device_id=options.get("device_id", "ANIMA"),
+            max_attachment_bytes=entry.max_attachment_bytes,
+        )
 
     # -- connection ---------------------------------------------------------------------------------------------
 
@@ -66,8 +81,13 @@ class MatrixChannel(Channel):
     async def open(self) -> None:
         from nio import AsyncClient, AsyncClientConfig, LoginResponse
 
-        config = AsyncClientConfig(store_sync_tokens=False, encryption_enabled=False,
-                                   request_timeout=self.request_timeout_s, max_timeouts=1, max_limit_exceeded=0)
+        config = AsyncClientConfig(
+            store_sync_tokens=False,
+            encryption_enabled=False,
+            request_timeout=self.request_timeout_s,
+            max_timeouts=1,
+            max_limit_exceeded=0,
+        )
         client = AsyncClient(self.homeserver, self.user_id, device_id=self.device_id, config=config)
         try:
             if self._access_token:
@@ -96,7 +116,7 @@ class MatrixChannel(Channel):
 
         try:
             answer = await asyncio.wait_for(coroutine, self.request_timeout_s + 60)
-        except (asyncio.TimeoutError, OSError) as exc:
+        except (TimeoutError, OSError) as exc:
             raise ChannelDown(f"{self.name}: {what}: {type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - aiohttp.ClientError and the like
             raise ChannelDown(f"{self.name}: {what}: {type(exc).__name__}: {exc}") from exc
@@ -112,8 +132,9 @@ class MatrixChannel(Channel):
     # -- in -----------------------------------------------------------------------------------------------------
 
     async def fetch(self, cursor: str | None, *, wait_s: float) -> Batch:
-        answer = await self._call("sync", self.client.sync(timeout=int(wait_s * 1000), since=cursor,
-                                                           full_state=cursor is None))
+        answer = await self._call(
+            "sync", self.client.sync(timeout=int(wait_s * 1000), since=cursor, full_state=cursor is None)
+        )
         for room_id in list(answer.rooms.invite):
             await self._call("join", self.client.join(room_id))
         messages: list[Incoming] = []
@@ -135,10 +156,17 @@ class MatrixChannel(Channel):
         text = body
         if msgtype in MEDIA:
             info = content.get("info") or {}
-            attachments = (Attachment(kind=MEDIA[msgtype] if msgtype != "m.file" or not str(
-                info.get("mimetype", "")).startswith("text/") else "text",  # type: ignore[arg-type]
-                name=body or "attachment", mime=str(info.get("mimetype", "")), size=int(info.get("size") or 0),
-                ref=str(content.get("url", ""))),)
+            attachments = (
+                Attachment(
+                    kind=MEDIA[msgtype]
+                    if msgtype != "m.file" or not str(info.get("mimetype", "")).startswith("text/")
+                    else "text",  # type: ignore[arg-type]
+                    name=body or "attachment",
+                    mime=str(info.get("mimetype", "")),
+                    size=int(info.get("size") or 0),
+                    ref=str(content.get("url", "")),
+                ),
+            )
             text = ""
         elif msgtype not in ("m.text", "m.notice", "m.emote"):
             return None
@@ -148,10 +176,18 @@ class MatrixChannel(Channel):
         name = room.user_name(event.sender) if room is not None else None
         # private: the room's members (joined or invited) are the sender and the persona alone, as the sync knows them
         private = room is not None and set(room.users) | set(room.invited_users) == {self.user_id, str(event.sender)}
-        return Incoming(channel=self.name, platform_id=str(source.get("event_id")), sender=str(event.sender),
-                        sender_name=name or str(event.sender), conversation=room_id, text=text,
-                        sent_at=datetime.fromtimestamp(stamp, timezone.utc), reply_to=relates.get("event_id"),
-                        attachments=attachments, private=private)
+        return Incoming(
+            channel=self.name,
+            platform_id=str(source.get("event_id")),
+            sender=str(event.sender),
+            sender_name=name or str(event.sender),
+            conversation=room_id,
+            text=text,
+            sent_at=datetime.fromtimestamp(stamp, UTC),
+            reply_to=relates.get("event_id"),
+            attachments=attachments,
+            private=private,
+        )
 
     async def download(self, attachment: Attachment, *, max_bytes: int) -> bytes:
         if attachment.size and attachment.size > max_bytes:
@@ -165,13 +201,17 @@ class MatrixChannel(Channel):
     # -- out ----------------------------------------------------------------------------------------------------
 
     async def send(self, message: Outgoing) -> str:
-        room_id = message.conversation or self._known_direct_room(message.recipient) \
+        room_id = (
+            message.conversation
+            or self._known_direct_room(message.recipient)
             or await self._direct_room(message.recipient)
+        )
         content: dict[str, Any] = {"msgtype": "m.text", "body": message.text, KEY_FIELD: message.idempotency_key}
         if message.reply_to:
             content["m.relates_to"] = {"m.in_reply_to": {"event_id": message.reply_to}}
-        answer = await self._call("send", self.client.room_send(room_id, "m.room.message", content,
-                                                                tx_id=message.idempotency_key))
+        answer = await self._call(
+            "send", self.client.room_send(room_id, "m.room.message", content, tx_id=message.idempotency_key)
+        )
         if message.audio:
             await self._send_audio(room_id, message, message.audio)
         return str(answer.event_id)
@@ -182,15 +222,23 @@ class MatrixChannel(Channel):
         mime, name = ("audio/ogg", "answer.ogg") if ogg else ("audio/wav", "answer.wav")
 
         async def upload() -> Any:
-            answer, _keys = await self.client.upload(lambda *_: io.BytesIO(audio), content_type=mime, filename=name,
-                                                     filesize=len(audio))
+            answer, _keys = await self.client.upload(
+                lambda *_: io.BytesIO(audio), content_type=mime, filename=name, filesize=len(audio)
+            )
             return answer
 
         uploaded = await self._call("upload audio", upload())
-        content = {"msgtype": "m.audio", "body": name, "url": uploaded.content_uri,
-                   "info": {"mimetype": mime, "size": len(audio)}, KEY_FIELD: f"{message.idempotency_key}:audio"}
-        await self._call("send audio", self.client.room_send(room_id, "m.room.message", content,
-                                                             tx_id=f"{message.idempotency_key}:audio"))
+        content = {
+            "msgtype": "m.audio",
+            "body": name,
+            "url": uploaded.content_uri,
+            "info": {"mimetype": mime, "size": len(audio)},
+            KEY_FIELD: f"{message.idempotency_key}:audio",
+        }
+        await self._call(
+            "send audio",
+            self.client.room_send(room_id, "m.room.message", content, tx_id=f"{message.idempotency_key}:audio"),
+        )
 
     async def already_sent(self, message: Outgoing) -> str | None:
         room_id = message.conversation or self._known_direct_room(message.recipient)
@@ -199,8 +247,10 @@ class MatrixChannel(Channel):
         answer = await self._call("history", self.client.room_messages(room_id, start="", limit=HISTORY_LOOKUP))
         for event in answer.chunk:
             source = getattr(event, "source", None) or {}
-            if source.get("sender") == self.user_id and \
-                    (source.get("content") or {}).get(KEY_FIELD) == message.idempotency_key:
+            if (
+                source.get("sender") == self.user_id
+                and (source.get("content") or {}).get(KEY_FIELD) == message.idempotency_key
+            ):
                 return str(source.get("event_id"))
         return None
 

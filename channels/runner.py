@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any
 from channels.base import Attachment, Channel, ChannelDown, ChannelRefused, Incoming, Outgoing
 from channels.kinds import build_channel
 from managers import Lazy, ManagerDeps, ManagerFactory, Managers
-from managers.speech import engines_for
 from managers.channels import Arrival
+from managers.speech import engines_for
 from memory.clock import utcnow
 
 if TYPE_CHECKING:
     from memory import Database
-    from reach.speech import SpeechEngines
     from persona.settings import ChannelEntry, Settings
+    from reach.speech import SpeechEngines
 
 log = logging.getLogger(__name__)
 OUTBOX_POLL_S = 0.25  # the outbox is a table the tick writes from another thread: looked at this often
@@ -50,8 +50,14 @@ Factory = Callable[["ChannelEntry"], Channel]
 class ChannelRunner:
     """Runs `settings.channels.entries` (the enabled ones) until `stop()`."""
 
-    def __init__(self, db: Database, settings: Settings, *, factory: Factory = build_channel,
-                 clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        *,
+        factory: Factory = build_channel,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
         self.db, self.settings, self.factory, self.clock = db, settings, factory, clock
         self.entries = [e for e in settings.channels.entries if e.enabled]
         self._speech: SpeechEngines | None = None  # loaded once for every voice message and spoken reply
@@ -93,7 +99,7 @@ class ChannelRunner:
         assert self._stop is not None
         try:
             await asyncio.wait_for(self._stop.wait(), timeout=max(0.0, seconds))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     # -- one channel --------------------------------------------------------------------------------------------
@@ -134,8 +140,9 @@ class ChannelRunner:
                 if opened_at is not None and (self.clock() - opened_at).total_seconds() >= STABLE_S:
                     backoff = section.backoff_initial_s
                 log.exception("channel %s failed", entry.name)
-                self._status(entry.name, "down", f"{type(exc).__name__}: {exc}",
-                             self.clock() + timedelta(seconds=backoff))
+                self._status(
+                    entry.name, "down", f"{type(exc).__name__}: {exc}", self.clock() + timedelta(seconds=backoff)
+                )
                 await self._sleep(backoff)
                 backoff = min(section.backoff_max_s, backoff * 2)
             finally:
@@ -179,10 +186,16 @@ class ChannelRunner:
             raise  # the platform itself: the batch is fetched again
         except Exception as exc:  # noqa: BLE001 - one message's attachments must not stop the channel
             log.warning("channel %s: message %s set aside", entry.name, message.platform_id[:80], exc_info=True)
-            return Arrival(channel=entry.name, platform_id=message.platform_id, sender=message.sender,
-                           sender_name=message.sender_name, conversation=message.conversation, text="",
-                           sent_at=message.sent_at, quarantined=f"could not be read ({type(exc).__name__}: "
-                                                                f"{str(exc)[:300]})")
+            return Arrival(
+                channel=entry.name,
+                platform_id=message.platform_id,
+                sender=message.sender,
+                sender_name=message.sender_name,
+                conversation=message.conversation,
+                text="",
+                sent_at=message.sent_at,
+                quarantined=f"could not be read ({type(exc).__name__}: {str(exc)[:300]})",
+            )
 
     async def _arrival(self, entry: ChannelEntry, channel: Channel, message: Incoming) -> Arrival:
         attachments = []
@@ -202,14 +215,24 @@ class ChannelRunner:
                     described["transcribed"] = True
                     described.pop("data", None)  # the words went into the note; the audio stays a reference
             attachments.append(described)
-        return Arrival(channel=entry.name, platform_id=message.platform_id, sender=message.sender,
-                       sender_name=message.sender_name, conversation=message.conversation, text=text,
-                       sent_at=message.sent_at, attachments=tuple(attachments), unverified=message.unverified,
-                       quarantined=message.quarantined, private=message.private)
+        return Arrival(
+            channel=entry.name,
+            platform_id=message.platform_id,
+            sender=message.sender,
+            sender_name=message.sender_name,
+            conversation=message.conversation,
+            text=text,
+            sent_at=message.sent_at,
+            attachments=tuple(attachments),
+            unverified=message.unverified,
+            quarantined=message.quarantined,
+            private=message.private,
+        )
 
     async def _transcribe(self, entry: ChannelEntry, data: bytes, mime: str) -> str | None:
         """A voice message's words (managers/speech.py); None — the audio stays a reference — when it could not be
         heard (no model, undecodable, over the size cap)."""
+
         def hear() -> str:
             with self.db.unit() as repos:
                 return str(self._managers(repos).speech.transcribe(data, mime, language_hint=None).text)
@@ -238,8 +261,13 @@ class ChannelRunner:
             if row is None:
                 return
             tried_before = (row.attempts or 0) > 1
-            message = Outgoing(idempotency_key=row.idempotency_key, recipient=row.recipient, text=row.text,
-                               conversation=row.conversation, reply_to=row.reply_to)
+            message = Outgoing(
+                idempotency_key=row.idempotency_key,
+                recipient=row.recipient,
+                text=row.text,
+                conversation=row.conversation,
+                reply_to=row.reply_to,
+            )
         audio = await asyncio.to_thread(self._spoken, row_id)
         if audio is not None:
             message = replace(message, audio=audio)

@@ -8,7 +8,8 @@ the loop), long polling with getUpdates.
   the chat id; text or a caption; a document is "text" (text/*, PDF) or "file", a voice note or audio file "audio",
   a photo "image" — by reference (the file_id), fetched by `download` (getFile) within the size cap.
 - out: sendMessage (cut into 4096-character pieces; the first piece's id is the message's), a reply when `reply_to`
-  names a message of that chat; `Outgoing.audio` goes after the text as a voice note (sendVoice) when it is OGG/Opus, else as a file (sendDocument).
+  names a message of that chat; `Outgoing.audio` goes after the text as a voice note (sendVoice) when it is OGG/Opus,
+  else as a file (sendDocument).
 - already_sent: the Bot API cannot tell (no idempotency key, no history): None, so a crash between sending and
   recording may send a message twice — the outbox's row then says `possible duplicate` (`can_tell_sent` False).
 
@@ -22,14 +23,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from channels.base import (Attachment, AttachmentKind, Batch, Channel, ChannelDown, ChannelRefused, Incoming,
-                           Outgoing)
+from channels.base import Attachment, AttachmentKind, Batch, Channel, ChannelDown, ChannelRefused, Incoming, Outgoing
 from channels.options import ChannelEntryLike
 from channels.options import parse_options as parse_entry_options
 
@@ -82,7 +82,7 @@ def parse_options(name: str, options: Mapping[str, str]) -> TelegramOptions:
 
 
 def utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def document_kind(mime: str) -> AttachmentKind:
@@ -95,29 +95,57 @@ def document_kind(mime: str) -> AttachmentKind:
     return "file"
 
 
-def attachments_of(message: "Message") -> tuple[Attachment, ...]:
+def attachments_of(message: Message) -> tuple[Attachment, ...]:
     found: list[Attachment] = []
     if message.voice is not None:
         v = message.voice
-        found.append(Attachment(kind="audio", name=f"voice-{message.message_id}.ogg", mime=v.mime_type or "audio/ogg",
-                                size=v.file_size or 0, ref=v.file_id))
+        found.append(
+            Attachment(
+                kind="audio",
+                name=f"voice-{message.message_id}.ogg",
+                mime=v.mime_type or "audio/ogg",
+                size=v.file_size or 0,
+                ref=v.file_id,
+            )
+        )
     if message.audio is not None:
         a = message.audio
-        found.append(Attachment(kind="audio", name=a.file_name or f"audio-{message.message_id}",
-                                mime=a.mime_type or "audio/mpeg", size=a.file_size or 0, ref=a.file_id))
+        found.append(
+            Attachment(
+                kind="audio",
+                name=a.file_name or f"audio-{message.message_id}",
+                mime=a.mime_type or "audio/mpeg",
+                size=a.file_size or 0,
+                ref=a.file_id,
+            )
+        )
     if message.document is not None:
         d = message.document
         mime = d.mime_type or "application/octet-stream"
-        found.append(Attachment(kind=document_kind(mime), name=d.file_name or f"document-{message.message_id}",
-                                mime=mime, size=d.file_size or 0, ref=d.file_id))
+        found.append(
+            Attachment(
+                kind=document_kind(mime),
+                name=d.file_name or f"document-{message.message_id}",
+                mime=mime,
+                size=d.file_size or 0,
+                ref=d.file_id,
+            )
+        )
     if message.photo:
         p = max(message.photo, key=lambda size: size.width * size.height)
-        found.append(Attachment(kind="image", name=f"photo-{message.message_id}.jpg", mime="image/jpeg",
-                                size=p.file_size or 0, ref=p.file_id))
+        found.append(
+            Attachment(
+                kind="image",
+                name=f"photo-{message.message_id}.jpg",
+                mime="image/jpeg",
+                size=p.file_size or 0,
+                ref=p.file_id,
+            )
+        )
     return tuple(found)
 
 
-def incoming_of(channel: str, message: "Message") -> Incoming | None:
+def incoming_of(channel: str, message: Message) -> Incoming | None:
     """A message from a person (not a bot, not a channel post without a sender) as an Incoming."""
     user = message.from_user
     if user is None or user.is_bot:
@@ -128,12 +156,19 @@ def incoming_of(channel: str, message: "Message") -> Incoming | None:
     if user.username:
         extra["username"] = user.username
     sent_at = utc(message.date)
-    return Incoming(channel=channel, platform_id=f"{chat_id}:{message.message_id}", sender=str(user.id),
-                    sender_name=user.full_name or user.username or str(user.id), conversation=str(chat_id),
-                    text=message.text or message.caption or "", sent_at=sent_at,
-                    reply_to=f"{chat_id}:{reply.message_id}" if reply is not None else None,
-                    attachments=attachments_of(message), extra=extra,
-                    private=str(message.chat.type) in ("private", "ChatType.PRIVATE"))  # a chat with them alone
+    return Incoming(
+        channel=channel,
+        platform_id=f"{chat_id}:{message.message_id}",
+        sender=str(user.id),
+        sender_name=user.full_name or user.username or str(user.id),
+        conversation=str(chat_id),
+        text=message.text or message.caption or "",
+        sent_at=sent_at,
+        reply_to=f"{chat_id}:{reply.message_id}" if reply is not None else None,
+        attachments=attachments_of(message),
+        extra=extra,
+        private=str(message.chat.type) in ("private", "ChatType.PRIVATE"),
+    )  # a chat with them alone
 
 
 def split_text(text: str, limit: int = MAX_TEXT) -> list[str]:
@@ -151,33 +186,38 @@ class TelegramChannel(Channel):
     kind: ClassVar[str] = "telegram"
     can_tell_sent = False  # the Bot API keeps no key and shows a bot no history of its own messages
 
-    def __init__(self, name: str, options: TelegramOptions, token: Callable[[], str], *,
-                 max_attachment_bytes: int = 20_000_000):
+    def __init__(
+        self, name: str, options: TelegramOptions, token: Callable[[], str], *, max_attachment_bytes: int = 20_000_000
+    ):
         super().__init__(name)
         self.options = options
         self._token = token  # resolved when the bot is made; never logged (PTB keeps it inside its URLs)
         self.max_attachment_bytes = max_attachment_bytes
-        self._bot: "Bot | None" = None
+        self._bot: Bot | None = None
         self.username: str | None = None
 
     @classmethod
-    def from_entry(cls, entry: ChannelEntryLike, secrets: Mapping[str, str]) -> "TelegramChannel":
+    def from_entry(cls, entry: ChannelEntryLike, secrets: Mapping[str, str]) -> TelegramChannel:
         options = parse_options(entry.name, entry.options)
         if not secrets.get("token"):
             raise ValueError(f"{entry.name}: the secret `token` is missing (secret_env or secrets_file)")
         token = secrets["token"]
         return cls(entry.name, options, lambda: token, max_attachment_bytes=entry.max_attachment_bytes)
 
-    def _make_bot(self) -> "Bot":
+    def _make_bot(self) -> Bot:
         from telegram import Bot
         from telegram.request import HTTPXRequest
 
         redact_tokens_in_logs()
         t = self.options.timeout_s
         api = self.options.api_url
-        return Bot(self._token(), base_url=f"{api}/bot", base_file_url=f"{api}/file/bot",
-                   request=HTTPXRequest(connect_timeout=t, read_timeout=t, write_timeout=t, media_write_timeout=t),
-                   get_updates_request=HTTPXRequest(connect_timeout=t, read_timeout=t, connection_pool_size=1))
+        return Bot(
+            self._token(),
+            base_url=f"{api}/bot",
+            base_file_url=f"{api}/file/bot",
+            request=HTTPXRequest(connect_timeout=t, read_timeout=t, write_timeout=t, media_write_timeout=t),
+            get_updates_request=HTTPXRequest(connect_timeout=t, read_timeout=t, connection_pool_size=1),
+        )
 
     async def open(self) -> None:
         bot = self._make_bot()
@@ -192,7 +232,7 @@ class TelegramChannel(Channel):
             except Exception:  # noqa: BLE001 - closing a client whose server may be gone
                 pass
 
-    def _ready(self) -> "Bot":
+    def _ready(self) -> Bot:
         if self._bot is None:
             raise ChannelDown(f"{self.name}: not open")
         return self._bot
@@ -216,8 +256,11 @@ class TelegramChannel(Channel):
     async def fetch(self, cursor: str | None, *, wait_s: float) -> Batch:
         bot = self._ready()
         offset = int(cursor) if cursor and cursor.lstrip("-").isdigit() else None
-        updates = await self._call(bot.get_updates(offset=offset, timeout=int(max(0.0, wait_s)),
-                                                   limit=self.options.batch, allowed_updates=["message"]))
+        updates = await self._call(
+            bot.get_updates(
+                offset=offset, timeout=int(max(0.0, wait_s)), limit=self.options.batch, allowed_updates=["message"]
+            )
+        )
         if not updates:
             return Batch(messages=(), cursor=cursor)
         messages = [m for u in updates if u.message is not None and (m := incoming_of(self.name, u.message))]
@@ -234,8 +277,9 @@ class TelegramChannel(Channel):
             raise ChannelRefused(f"{self.name}: {chat!r} is not a Telegram chat id") from exc
         reply = None
         if message.reply_to and message.reply_to.startswith(f"{chat_id}:"):
-            reply = ReplyParameters(message_id=int(message.reply_to.rpartition(":")[2]),
-                                    allow_sending_without_reply=True)
+            reply = ReplyParameters(
+                message_id=int(message.reply_to.rpartition(":")[2]), allow_sending_without_reply=True
+            )
         first: str | None = None
         if message.text.strip() or not message.audio:
             for piece in split_text(message.text):
@@ -247,8 +291,9 @@ class TelegramChannel(Channel):
                 spoken = await self._call(bot.send_voice(chat_id, message.audio, reply_parameters=reply))
             else:
                 name = "answer.wav" if message.audio[:4] == b"RIFF" else "answer.bin"
-                spoken = await self._call(bot.send_document(chat_id, message.audio, filename=name,
-                                                            reply_parameters=reply))
+                spoken = await self._call(
+                    bot.send_document(chat_id, message.audio, filename=name, reply_parameters=reply)
+                )
             first = first or f"{chat_id}:{spoken.message_id}"
         assert first is not None
         return first

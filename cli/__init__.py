@@ -67,6 +67,7 @@ class Anima(AnimaGroup):
 
 # AnimaGroup: a bad configuration (cli/startup.py) is one message and exit code 2 in every command; `--debug` shows
 # its traceback
-app = typer.Typer(cls=Anima, add_completion=False, no_args_is_help=False,
-                  help="anima: a persona that thinks, talks and remembers.")
+app = typer.Typer(
+    cls=Anima, add_completion=False, no_args_is_help=False, help="anima: a persona that thinks, talks and remembers."
+)
 app.callback(invoke_without_command=True)(with_debug_option(run_playbook))

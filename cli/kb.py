@@ -6,13 +6,26 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
-from cli.options import (managers_of, owner_unit_of, ChromaUrl, DataDir, DbUrl, EmbedModel, EmbedUrl, PersonaDir, PersonaName, console, err,
-                         open_database, open_memory)
+from cli.options import (
+    ChromaUrl,
+    DataDir,
+    DbUrl,
+    EmbedModel,
+    EmbedUrl,
+    PersonaDir,
+    PersonaName,
+    console,
+    err,
+    managers_of,
+    open_database,
+    open_memory,
+    owner_unit_of,
+)
 
 if TYPE_CHECKING:
     from managers import ManagerFactory
@@ -21,10 +34,16 @@ app = typer.Typer(help="The knowledge base: documents the persona can search (tx
 
 
 @app.command("add")
-def kb_add(files: list[Path] = typer.Argument(..., help="txt, md or pdf files."), data_dir: Optional[str] = DataDir,
-           db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
-           embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl,
-           name: Optional[str] = PersonaName) -> None:
+def kb_add(
+    files: list[Path] = typer.Argument(..., help="txt, md or pdf files."),
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    persona: str | None = PersonaDir,
+    embed_url: str | None = EmbedUrl,
+    embed_model: str | None = EmbedModel,
+    chroma_url: str | None = ChromaUrl,
+    name: str | None = PersonaName,
+) -> None:
     """Chunk and index documents; already-ingested content is skipped. Exit 1 if any file failed. A deployed
     persona's (`--name`) chunks are stored here and embedded by a worker, between its ticks."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -60,7 +79,7 @@ def _store(managers: ManagerFactory, files: list[Path]) -> int:
     return failed
 
 
-def _add_to_deployed(files: list[Path], db: Optional[str], name: str) -> int:
+def _add_to_deployed(files: list[Path], db: str | None, name: str) -> int:
     from cli.fleet import open_deployment
     from memory.fleet import FleetError
 
@@ -83,7 +102,7 @@ def _add_to_deployed(files: list[Path], db: Optional[str], name: str) -> int:
 
 
 @app.command("list")
-def kb_list(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl) -> None:
+def kb_list(data_dir: str | None = DataDir, db: str | None = DbUrl) -> None:
     """The documents, with their size in chunks and characters."""
     database = open_database(data_dir, db)
     try:
@@ -95,26 +114,41 @@ def kb_list(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl) -> Non
 
 
 @app.command("search")
-def kb_search(query: str = typer.Argument(...), k: int = typer.Option(5, "--k"), data_dir: Optional[str] = DataDir,
-              db: Optional[str] = DbUrl, persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
-              embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl) -> None:
+def kb_search(
+    query: str = typer.Argument(...),
+    k: int = typer.Option(5, "--k"),
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    persona: str | None = PersonaDir,
+    embed_url: str | None = EmbedUrl,
+    embed_model: str | None = EmbedModel,
+    chroma_url: str | None = ChromaUrl,
+) -> None:
     """Search the knowledge base the way the persona does (kb.search)."""
     from memory.retrieval.index import Query
 
     database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
     try:
         for hit in index.search(Query(text=query, k=k, tiers=["kb"])):
-            console.print(f"[bold]{hit.score:+.2f}[/] {escape(hit.item.title)} #{escape(hit.item.ref)}: "
-                          f"{escape(hit.item.text[:300])}")
+            console.print(
+                f"[bold]{hit.score:+.2f}[/] {escape(hit.item.title)} #{escape(hit.item.ref)}: "
+                f"{escape(hit.item.text[:300])}"
+            )
     finally:
         index.close()
         database.close()
 
 
 @app.command("remove")
-def kb_remove(doc_id: int = typer.Argument(...), data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
-              persona: Optional[str] = PersonaDir, embed_url: Optional[str] = EmbedUrl,
-              embed_model: Optional[str] = EmbedModel, chroma_url: Optional[str] = ChromaUrl) -> None:
+def kb_remove(
+    doc_id: int = typer.Argument(...),
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    persona: str | None = PersonaDir,
+    embed_url: str | None = EmbedUrl,
+    embed_model: str | None = EmbedModel,
+    chroma_url: str | None = ChromaUrl,
+) -> None:
     """Remove a document and its chunks (the human's delete: not restorable)."""
     database, index = open_memory(data_dir, db, persona, embed_url, embed_model, chroma_url)
     try:

@@ -41,8 +41,11 @@ def help_in_source(where: str) -> str | None:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attribute:
             return ast.get_docstring(node)  # cleaned as inspect.getdoc cleans what typer reads
-        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attribute for t in node.targets)
-                and isinstance(node.value, ast.Call)):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == attribute for t in node.targets)
+            and isinstance(node.value, ast.Call)
+        ):
             for keyword in node.value.keywords:
                 if keyword.arg == "help":
                     try:

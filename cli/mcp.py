@@ -3,14 +3,16 @@ the same server at /mcp."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 from cli.options import ChromaUrl, DataDir, DbUrl, PersonaDir
 from cli.startup import preflight
 
 
-def mcp(persona: Optional[str] = PersonaDir, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
-        chroma_url: Optional[str] = ChromaUrl) -> None:
+def mcp(
+    persona: str | None = PersonaDir,
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    chroma_url: str | None = ChromaUrl,
+) -> None:
     """Serve the persona over MCP on stdin/stdout: tools post_note, read_messages, search_memory, list_goals,
     list_tasks; resources persona://files/{name} and anima://sessions/{id}. Nothing else is written to stdout."""
     from persona.settings import Overrides

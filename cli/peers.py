@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from rich.markup import escape
 
-from cli.options import DataDir, DbUrl, PersonaName, console, err, owner_unit_of, open_database, print_listing
+from cli.options import DataDir, DbUrl, PersonaName, console, err, open_database, owner_unit_of, print_listing
 
-app = typer.Typer(help="The peers (other personas and A2A agents) and the credentials between them.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="The peers (other personas and A2A agents) and the credentials between them.", no_args_is_help=True
+)
 BY = "owner (cli)"
 
 
-def _run(action: Any, data_dir: Optional[str], db: Optional[str], name: Optional[str]) -> Any:
+def _run(action: Any, data_dir: str | None, db: str | None, name: str | None) -> Any:
     from managers.errors import NotFound, Refused
     from memory.secrets import SecretStoreError
 
@@ -36,64 +37,98 @@ def _run(action: Any, data_dir: Optional[str], db: Optional[str], name: Optional
             return action(house)
     except (NotFound, Refused, SecretStoreError) as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None
     finally:
         database.close()
 
 
 def _credential(row: Any) -> dict[str, Any]:
-    return {"id": row.id, "hint": row.hint + "…", "issued_by": row.issued_by, "created_at": str(row.created_at),
-            "last_used_at": str(row.last_used_at) if row.last_used_at else None,
-            "revoked_at": str(row.revoked_at) if row.revoked_at else None}
+    return {
+        "id": row.id,
+        "hint": row.hint + "…",
+        "issued_by": row.issued_by,
+        "created_at": str(row.created_at),
+        "last_used_at": str(row.last_used_at) if row.last_used_at else None,
+        "revoked_at": str(row.revoked_at) if row.revoked_at else None,
+    }
 
 
 @app.command("list")
-def list_peers(data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName,
-               as_json: bool = typer.Option(False, "--json")) -> None:
+def list_peers(
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    name: str | None = PersonaName,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """The peers, the credentials issued to each (hints only) and whether I hold one of theirs."""
-    rows = _run(lambda m: [{"name": p.name, "a2a_url": p.a2a_url, "did": p.did, "blocked": p.blocked,
-                            "credentials": [_credential(c) for c in m.peers.credentials(p.id)],
-                            "holds_theirs": m.peers.has_outgoing_token(p.id)} for p in m.peers.list()],
-                data_dir, db, name)
+    rows = _run(
+        lambda m: [
+            {
+                "name": p.name,
+                "a2a_url": p.a2a_url,
+                "did": p.did,
+                "blocked": p.blocked,
+                "credentials": [_credential(c) for c in m.peers.credentials(p.id)],
+                "holds_theirs": m.peers.has_outgoing_token(p.id),
+            }
+            for p in m.peers.list()
+        ],
+        data_dir,
+        db,
+        name,
+    )
     if print_listing(rows, as_json, "no peers yet (run.py peers add NAME --url URL)"):
         return
     for r in rows:
         live = [c for c in r["credentials"] if c["revoked_at"] is None]
-        console.print(f"[bold]{escape(r['name'])}[/] {escape(r['a2a_url'] or 'no A2A address')}"
-                      f"{' [red]blocked[/]' if r['blocked'] else ''} · {len(live)} live credential(s) "
-                      f"({', '.join(c['hint'] for c in live) or 'none'}) · "
-                      f"{'I hold its credential' if r['holds_theirs'] else 'no credential of its for me'}",
-                      highlight=False)
+        console.print(
+            f"[bold]{escape(r['name'])}[/] {escape(r['a2a_url'] or 'no A2A address')}"
+            f"{' [red]blocked[/]' if r['blocked'] else ''} · {len(live)} live credential(s) "
+            f"({', '.join(c['hint'] for c in live) or 'none'}) · "
+            f"{'I hold its credential' if r['holds_theirs'] else 'no credential of its for me'}",
+            highlight=False,
+        )
 
 
 @app.command("add")
-def add(peer: str, url: Optional[str] = typer.Option(None, "--url", help="Its A2A base URL."),
-        data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+def add(
+    peer: str,
+    url: str | None = typer.Option(None, "--url", help="Its A2A base URL."),
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    name: str | None = PersonaName,
+) -> None:
     """Add a peer (your own act: no approval is asked)."""
     added = _run(lambda m: m.peers.add(peer, a2a_url=url, added_by="owner").name, data_dir, db, name)
     console.print(f"added {escape(added)}", highlight=False)
 
 
 @app.command("remove")
-def remove(peer: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
-           name: Optional[str] = PersonaName) -> None:
+def remove(peer: str, data_dir: str | None = DataDir, db: str | None = DbUrl, name: str | None = PersonaName) -> None:
     """Forget a peer: its credentials are revoked and the one it issued to me is dropped."""
     removed = _run(lambda m: m.peers.remove(peer).name, data_dir, db, name)
     console.print(f"removed {escape(removed)}", highlight=False)
 
 
 @app.command("issue")
-def issue(peer: str, data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
-          name: Optional[str] = PersonaName, as_json: bool = typer.Option(False, "--json")) -> None:
+def issue(
+    peer: str,
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    name: str | None = PersonaName,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """A new credential for the peer to call me with: printed this once (only its hash is kept). Give it to the peer's
     owner, who runs `run.py peers use <my name>` with it."""
     row, token = _run(lambda m: _issued(m, peer), data_dir, db, name)
     if as_json:
         print(json.dumps({"credential": row, "token": token}))
         return
-    err.print(f"credential {row['id']} for {escape(peer)} — shown this once; it opens my A2A endpoint as "
-              f"{escape(peer)} and nothing else (revoke: run.py peers revoke {escape(peer)} --id {row['id']}):",
-              highlight=False)
+    err.print(
+        f"credential {row['id']} for {escape(peer)} — shown this once; it opens my A2A endpoint as "
+        f"{escape(peer)} and nothing else (revoke: run.py peers revoke {escape(peer)} --id {row['id']}):",
+        highlight=False,
+    )
     print(token)
 
 
@@ -103,17 +138,30 @@ def _issued(m: Any, peer: str) -> tuple[dict[str, Any], str]:
 
 
 @app.command("revoke")
-def revoke(peer: str, credential: Optional[int] = typer.Option(None, "--id", help="One credential (default: all)."),
-           data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+def revoke(
+    peer: str,
+    credential: int | None = typer.Option(None, "--id", help="One credential (default: all)."),
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    name: str | None = PersonaName,
+) -> None:
     """Revoke one of the peer's credentials, or all of them: they open nothing from now on."""
     revoked = _run(lambda m: [c.id for c in m.peers.revoke_credentials(peer, credential)], data_dir, db, name)
-    console.print(f"revoked {len(revoked)} credential(s) of {escape(peer)}"
-                  f"{': ' + ', '.join(map(str, revoked)) if revoked else ''}", highlight=False)
+    console.print(
+        f"revoked {len(revoked)} credential(s) of {escape(peer)}"
+        f"{': ' + ', '.join(map(str, revoked)) if revoked else ''}",
+        highlight=False,
+    )
 
 
 @app.command("use")
-def use(peer: str, forget: bool = typer.Option(False, "--forget", help="Drop the credential I hold."),
-        data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, name: Optional[str] = PersonaName) -> None:
+def use(
+    peer: str,
+    forget: bool = typer.Option(False, "--forget", help="Drop the credential I hold."),
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    name: str | None = PersonaName,
+) -> None:
     """Keep the credential the peer issued to me (one line on stdin), sent with my messages to it; kept like every
     secret (a 0600 file, or sealed), never in the database."""
     token = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -16,8 +15,10 @@ app = typer.Typer(help="Persona directories: scaffold one, show the prompt it as
 
 
 @app.command("new")
-def persona_new(name: str = typer.Argument(..., help="The persona's name."),
-                directory: Optional[Path] = typer.Option(None, "--dir", help="Where to create it (default personas/NAME).")) -> None:
+def persona_new(
+    name: str = typer.Argument(..., help="The persona's name."),
+    directory: Path | None = typer.Option(None, "--dir", help="Where to create it (default personas/NAME)."),
+) -> None:
     """Scaffold a persona from the default one, renamed; edit its files, then run with --persona DIR."""
     from persona import PersonaError
     from persona.scaffold import scaffold_persona, slug
@@ -27,15 +28,21 @@ def persona_new(name: str = typer.Argument(..., help="The persona's name."),
         persona = scaffold_persona(name, target)
     except PersonaError as exc:
         err.print(f"[red]persona new: {escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(1)
-    console.print(f"created {target} ({len(persona.files)} bootstrap files, {len(persona.skills)} skills)", soft_wrap=True)
+        raise typer.Exit(1) from None
+    console.print(
+        f"created {target} ({len(persona.files)} bootstrap files, {len(persona.skills)} skills)", soft_wrap=True
+    )
     console.print(f"edit its files, then: python run.py --persona {target}", soft_wrap=True)
 
 
 @app.command("show")
-def persona_show(persona: Optional[str] = PersonaDir,
-                 layers: bool = typer.Option(False, "--layers", help="Only each layer's size, in assembly order."),
-                 data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl, thread: str = Thread) -> None:
+def persona_show(
+    persona: str | None = PersonaDir,
+    layers: bool = typer.Option(False, "--layers", help="Only each layer's size, in assembly order."),
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    thread: str = Thread,
+) -> None:
     """The prompt the next tick would send (chat mode), assembled from the persona files and the memory."""
     from langgraph.runtime import Runtime
 
@@ -53,8 +60,10 @@ def persona_show(persona: Optional[str] = PersonaDir,
     try:
         with services.managers.reading() as house:
             tick = house.threads.next_tick(thread)
-        result = prepare_context(TickState(thread_id=thread, root_thread=thread, tick=tick, mode="chat"),
-                                 Runtime(context=AnimaContext(services=services)))
+        result = prepare_context(
+            TickState(thread_id=thread, root_thread=thread, tick=tick, mode="chat"),
+            Runtime(context=AnimaContext(services=services)),
+        )
     finally:
         services.db.close()
     report = result["context_report"]
@@ -62,8 +71,10 @@ def persona_show(persona: Optional[str] = PersonaDir,
         for layer in report.get("layers", []):
             where = "system" if layer["system"] else "user"
             console.print(f"{layer['layer']:<12} {where:<6} {layer['items']:>3} item(s) {layer['tokens']:>6} tokens")
-        console.print(f"{'total':<12} {'':<6} {'':>11} {result['prompt_tokens']:>6} tokens of a "
-                      f"{report['budget_tokens']}-token budget")
+        console.print(
+            f"{'total':<12} {'':<6} {'':>11} {result['prompt_tokens']:>6} tokens of a "
+            f"{report['budget_tokens']}-token budget"
+        )
         for drop in report.get("dropped", []):
             console.print(f"[yellow]dropped: {escape(drop)}[/]")
         for note in services.persona.truncated:

@@ -46,4 +46,4 @@ def playbook_draw(file: str = typer.Argument(..., help="Playbook file or shipped
         print(build_graph(load_playbook(resolve_playbook_path(file))).compile().get_graph(xray=True).draw_mermaid())
     except PlaybookError as exc:
         err.print(str(exc))
-        raise typer.Exit(1)
+        raise typer.Exit(1) from None

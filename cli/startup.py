@@ -55,9 +55,9 @@ def _in_directory(message: str, directory: str | Path | None) -> str:
 @contextmanager
 def starting() -> Iterator[None]:
     """Opening a persona or a data dir: the failures a user can fix become StartupError."""
+    from managers.errors import NotFound
     from memory import DatabaseOpenError, SchemaError  # what a command opens anyway: not imported before it runs
     from memory.fleet import FleetError
-    from managers.errors import NotFound
     from persona import PersonaError
     from persona.settings import SettingsError
 
@@ -89,8 +89,9 @@ def check_data_dir(data_dir: str | Path) -> None:
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError as exc:
-        raise StartupError("the data dir is not usable",
-                           f"{path}: cannot write files in it ({exc.strerror or exc})") from exc
+        raise StartupError(
+            "the data dir is not usable", f"{path}: cannot write files in it ({exc.strerror or exc})"
+        ) from exc
 
 
 def preflight(overrides: Overrides) -> Settings:
@@ -121,16 +122,26 @@ def _remember_debug(ctx: typer.Context, _param: Any, value: bool) -> bool:
 
 def with_debug_option(callback: Callable[..., Any]) -> Callable[..., Any]:
     """`callback` (the app's own command) with a global `--debug` option; the option is not passed to it."""
+
     @functools.wraps(callback)
     def wrapped(*args: Any, debug: bool = False, **kwargs: Any) -> Any:  # typer passes it even if not exposed
         return callback(*args, **kwargs)
 
-    option = typer.Option(False, "--debug", envvar="ANIMA_DEBUG", expose_value=False, callback=_remember_debug,
-                          help="Show the traceback when a configuration error stops anima.")
+    option = typer.Option(
+        False,
+        "--debug",
+        envvar="ANIMA_DEBUG",
+        expose_value=False,
+        callback=_remember_debug,
+        help="Show the traceback when a configuration error stops anima.",
+    )
     signature = inspect.signature(callback, eval_str=True)
-    wrapped.__signature__ = signature.replace(parameters=[  # type: ignore[attr-defined]
-        *signature.parameters.values(),
-        inspect.Parameter("debug", inspect.Parameter.KEYWORD_ONLY, default=option, annotation=bool)])
+    wrapped.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[
+            *signature.parameters.values(),
+            inspect.Parameter("debug", inspect.Parameter.KEYWORD_ONLY, default=option, annotation=bool),
+        ]
+    )
     wrapped.__annotations__ = {**getattr(callback, "__annotations__", {}), "debug": bool}
     return wrapped
 

@@ -3,17 +3,19 @@ which wakes it at once on a free worker)."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
-from cli.options import owner_unit_of, DataDir, DbUrl, PersonaName, console, open_database
+from cli.options import DataDir, DbUrl, PersonaName, console, open_database, owner_unit_of
 
 
-def say(text: str = typer.Argument(..., help="What to tell the persona."), data_dir: Optional[str] = DataDir, db: Optional[str] = DbUrl,
-        priority: int = typer.Option(1, "--priority", help="Higher is more urgent."),
-        tags: list[str] = typer.Option([], "--tag", help="Tags for the note (repeatable)."),
-        name: Optional[str] = PersonaName) -> None:
+def say(
+    text: str = typer.Argument(..., help="What to tell the persona."),
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    priority: int = typer.Option(1, "--priority", help="Higher is more urgent."),
+    tags: list[str] = typer.Option([], "--tag", help="Tags for the note (repeatable)."),
+    name: str | None = PersonaName,
+) -> None:
     """Post a note to the persona (works while a run is going in another process)."""
     from managers.conversation import Words
     from managers.errors import Refused
@@ -22,8 +24,7 @@ def say(text: str = typer.Argument(..., help="What to tell the persona."), data_
     database = open_database(data_dir, db, name)
     try:
         with owner_unit_of(database, data_dir, db) as house:  # the terminal is the owner's own door
-            note_id = house.conversation.hear(Words(text, door=Door.CLI, priority=priority,
-                                                              tags=tags)).note_id
+            note_id = house.conversation.hear(Words(text, door=Door.CLI, priority=priority, tags=tags)).note_id
     except Refused as refused:
         console.print(f"[red]not posted:[/red] {refused}")
         raise typer.Exit(2) from None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from persona.settings import Overrides
 
 
-def check_web_binding(host: str, allowed_hosts: Optional[str] = None) -> None:
+def check_web_binding(host: str, allowed_hosts: str | None = None) -> None:
     """Serving beyond this machine without a token is refused before an address is printed or anything is loaded:
     one message, exit 2 (cli/startup.py). So is a bad --allowed-hosts entry."""
     from persona.settings import load_settings
@@ -29,7 +29,7 @@ def check_web_binding(host: str, allowed_hosts: Optional[str] = None) -> None:
         raise StartupError("the web app", str(exc)) from exc
 
 
-def start_web(overrides: Overrides, host: str, port: int, allowed_hosts: Optional[str] = None) -> Any:
+def start_web(overrides: Overrides, host: str, port: int, allowed_hosts: str | None = None) -> Any:
     """The app beside the loop (`run.py`, `make run`). An unsafe binding stops the run (exit 2); a busy port only
     the app: the persona thinks on, and `run.py serve --port …` can serve it later."""
     from web.security import BindingError
@@ -39,7 +39,7 @@ def start_web(overrides: Overrides, host: str, port: int, allowed_hosts: Optiona
         web = start_in_thread(overrides, host, port, allowed_hosts=allowed_hosts)
     except BindingError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     except PortInUse as exc:
         err.print(f"[yellow]web app not started: {escape(str(exc))} — the loop runs without it[/]")
         return None
@@ -47,20 +47,32 @@ def start_web(overrides: Overrides, host: str, port: int, allowed_hosts: Optiona
     return web
 
 
-def serve(host: Optional[str] = WebHost, port: Optional[int] = WebPort, persona: Optional[str] = PersonaDir,
-          data_dir: Optional[str] = DataDir,
-          db: Optional[str] = DbUrl, chroma_url: Optional[str] = ChromaUrl,
-          allowed_hosts: Optional[str] = WebAllowedHosts, lang: Optional[str] = Lang) -> None:
+def serve(
+    host: str | None = WebHost,
+    port: int | None = WebPort,
+    persona: str | None = PersonaDir,
+    data_dir: str | None = DataDir,
+    db: str | None = DbUrl,
+    chroma_url: str | None = ChromaUrl,
+    allowed_hosts: str | None = WebAllowedHosts,
+    lang: str | None = Lang,
+) -> None:
     """Serve the web app and API over a data dir (talk, thoughts, inner life, memory, approvals, sessions, persona,
     controls). The loop may run in another process: the app reads and writes the same database."""
-    from persona.settings import Overrides
+    from persona.settings import Overrides, load_settings
     from web.security import BindingError
     from web.server import serve as serve_app
 
-    from persona.settings import load_settings
-
-    overrides = Overrides.of(persona_dir=persona, data_dir=data_dir, db_url=db, chroma_url=chroma_url, language=lang,
-                             web_host=host, web_port=port, allowed_hosts=allowed_hosts)
+    overrides = Overrides.of(
+        persona_dir=persona,
+        data_dir=data_dir,
+        db_url=db,
+        chroma_url=chroma_url,
+        language=lang,
+        web_host=host,
+        web_port=port,
+        allowed_hosts=allowed_hosts,
+    )
     with starting():
         where = load_settings(overrides=overrides.replace(persona_dir=None))  # where it listens: flags, environment
     host, port = where.web_host, where.web_port
@@ -72,4 +84,4 @@ def serve(host: Optional[str] = WebHost, port: Optional[int] = WebPort, persona:
         serve_app(overrides, host, port, allowed_hosts=settings.allowed_hosts)
     except BindingError as exc:
         err.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None

@@ -13,13 +13,29 @@ if TYPE_CHECKING:
     from graph.compiler import build_graph
     from graph.playbook import Playbook, PlaybookError, load_playbook, parse_playbook
 
-_WHERE = {"Agent": "graph.agent", "build_agent": "graph.agent", "OpenGraph": "graph.agent", "open_graph": "graph.agent",
-          "build_graph": "graph.compiler",
-          "Playbook": "graph.playbook", "PlaybookError": "graph.playbook", "load_playbook": "graph.playbook",
-          "parse_playbook": "graph.playbook"}
+_WHERE = {
+    "Agent": "graph.agent",
+    "build_agent": "graph.agent",
+    "OpenGraph": "graph.agent",
+    "open_graph": "graph.agent",
+    "build_graph": "graph.compiler",
+    "Playbook": "graph.playbook",
+    "PlaybookError": "graph.playbook",
+    "load_playbook": "graph.playbook",
+    "parse_playbook": "graph.playbook",
+}
 
-__all__ = ["Agent", "OpenGraph", "Playbook", "PlaybookError", "build_agent", "build_graph", "load_playbook",
-           "open_graph", "parse_playbook"]
+__all__ = [
+    "Agent",
+    "OpenGraph",
+    "Playbook",
+    "PlaybookError",
+    "build_agent",
+    "build_graph",
+    "load_playbook",
+    "open_graph",
+    "parse_playbook",
+]
 
 
 def __getattr__(name: str) -> Any:

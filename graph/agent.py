@@ -55,22 +55,22 @@ from langgraph.types import StreamMode
 
 from graph.checkpoint import (
     DEFAULT_KEEP,
+    POSTGRES_PRUNE_EVERY,
     close_saver,
     latest_checkpoint_id,
     open_postgres_saver,
     open_sqlite_saver,
-    POSTGRES_PRUNE_EVERY,
     prune,
     prune_due,
 )
 from graph.compiler import build_graph
 from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
 from graph.services import checkpoint_path, open_services
-from persona.settings import Overrides
 from nodes import AnimaContext, Services
-from nodes.state import STATE_FIELDS, STATE_REDUCERS, TickState, TickValues
 from nodes.quarantine import quarantine_tick
+from nodes.state import STATE_FIELDS, STATE_REDUCERS, TickState, TickValues
 from nodes.stelis.threads import StelisResult, recover_orphans
+from persona.settings import Overrides
 
 TickGraph = CompiledStateGraph[TickState, AnimaContext, Any, Any]  # a playbook compiled over a checkpointer
 
@@ -97,9 +97,16 @@ class Agent:
     Both write to the database thread `thread_id`.
     """
 
-    def __init__(self, playbook: Playbook, services: Services, checkpointer: BaseCheckpointSaver[Any],
-                 thread_id: str = "main", keep_checkpoints: int = DEFAULT_KEEP, checkpoint_prefix: str = "",
-                 graph: TickGraph | None = None) -> None:
+    def __init__(
+        self,
+        playbook: Playbook,
+        services: Services,
+        checkpointer: BaseCheckpointSaver[Any],
+        thread_id: str = "main",
+        keep_checkpoints: int = DEFAULT_KEEP,
+        checkpoint_prefix: str = "",
+        graph: TickGraph | None = None,
+    ) -> None:
         self.playbook = playbook
         self.checkpoint_prefix = checkpoint_prefix  # a deployment's personas share one checkpoint table: "<name>/"
         self.services = services
@@ -110,8 +117,7 @@ class Agent:
         self._runs_since_prune = 0
         # `graph`: the playbook already compiled over this checkpointer (it holds nothing of a persona or a thread,
         # so a fleet worker compiles each playbook once for all its personas, and a sibling reuses its parent's)
-        self.graph: TickGraph = graph if graph is not None else \
-            build_graph(playbook).compile(checkpointer=checkpointer)
+        self.graph: TickGraph = graph if graph is not None else build_graph(playbook).compile(checkpointer=checkpointer)
         self.context = AnimaContext(services=services)
         self.run_id: str | None = None
         self.recovered: list[StelisResult] = []
@@ -130,10 +136,16 @@ class Agent:
             return self.checkpoint_prefix + self.thread_id
         return f"{self.checkpoint_prefix}{self.thread_id}:{self.playbook.name}:{self.run_id}"
 
-    def sibling(self, playbook: Playbook, thread_id: str) -> "Agent":
+    def sibling(self, playbook: Playbook, thread_id: str) -> Agent:
         """Another playbook or thread of the same persona (a dream, a task sub-cycle): same services and saver."""
-        return Agent(playbook, self.services, self.checkpointer, thread_id=thread_id,
-                     checkpoint_prefix=self.checkpoint_prefix, graph=self.graph if playbook is self.playbook else None)
+        return Agent(
+            playbook,
+            self.services,
+            self.checkpointer,
+            thread_id=thread_id,
+            checkpoint_prefix=self.checkpoint_prefix,
+            graph=self.graph if playbook is self.playbook else None,
+        )
 
     @property
     def config(self) -> RunnableConfig:
@@ -213,12 +225,14 @@ class Agent:
                 return None
         self.run_id = uuid.uuid4().hex[:12]
         with self.services.managers.unit() as house:
-            house.loop.set_playbook_run(self.thread_id, self.playbook.name,
-                                        {"run_id": self.run_id, "status": "running", "inputs": values})
+            house.loop.set_playbook_run(
+                self.thread_id, self.playbook.name, {"run_id": self.run_id, "status": "running", "inputs": values}
+            )
         return {**base, "run_id": self.run_id, "vars": values}
 
-    def stream(self, control: RunControl | None = None, inputs: dict[str, Any] | None = None, *,
-               events: bool = True) -> Iterator[tuple[str, Any]]:
+    def stream(
+        self, control: RunControl | None = None, inputs: dict[str, Any] | None = None, *, events: bool = True
+    ) -> Iterator[tuple[str, Any]]:
         """Run one tick (loop playbooks) or one run (one-shot), or finish an interrupted one, yielding
         (mode, data) as steps complete. With `events`, also the steps' own events ("custom": tokens, Stelis
         threads, subplaybooks, dreams) as they happen; without (nobody listening), only the top-level steps'
@@ -232,9 +246,17 @@ class Agent:
         modes: list[StreamMode] = ["updates", "custom"] if events else ["updates"]
         # the run's consecutive units of work share one session and connection; each still commits what it wrote
         # when it ends (memory/db.py), so where a killed tick resumes from is unchanged
-        chunks = self.services.db.sharing(self.graph.stream(
-            payload, self.config, context=self.context, stream_mode=modes, subgraphs=events,
-            durability="exit" if self.playbook.loop else "sync", control=control))
+        chunks = self.services.db.sharing(
+            self.graph.stream(
+                payload,
+                self.config,
+                context=self.context,
+                stream_mode=modes,
+                subgraphs=events,
+                durability="exit" if self.playbook.loop else "sync",
+                control=control,
+            )
+        )
         opened: dict[str, Any] = {}  # the thread and tick the tick's first step opened
         try:
             for chunk in chunks:
@@ -255,13 +277,21 @@ class Agent:
             if not self.playbook.loop:
                 raise  # a one-shot run resumes at its failed step when the user runs it again
             self.last_failure = self._quarantine(exc, opened)
-            yield "custom", {"event": "tick_failed", "tick": self.last_failure.tick,
-                             "step": self.last_failure.step, "error": self.last_failure.error}
+            yield (
+                "custom",
+                {
+                    "event": "tick_failed",
+                    "tick": self.last_failure.tick,
+                    "step": self.last_failure.step,
+                    "error": self.last_failure.error,
+                },
+            )
             left = None
         if not self.playbook.loop:
             with self.services.managers.unit() as house:
-                house.loop.set_playbook_run(self.thread_id, self.playbook.name,
-                                            {"run_id": self.run_id, "status": "done"})
+                house.loop.set_playbook_run(
+                    self.thread_id, self.playbook.name, {"run_id": self.run_id, "status": "done"}
+                )
         self._runs_since_prune += 1
         # a one-shot run's thread is its own: pruned at its end; a loop's, every `prune_every` ticks on PostgreSQL
         if not self.playbook.loop or prune_due(self.checkpointer, self._runs_since_prune, self.prune_every):
@@ -287,8 +317,14 @@ class Agent:
         except AnonymisationError as exc:  # the key was moved away meanwhile: the owner's CLI finishes it
             log.warning("anonymisation: the checkpoints were not rewritten: %s", exc)
             return left
-        finish(change, db=self.services.db, memory=self.services.memory, saver=self.checkpointer,
-               thread_prefix=self.checkpoint_prefix, data_dir=self.services.settings.data_dir)
+        finish(
+            change,
+            db=self.services.db,
+            memory=self.services.memory,
+            saver=self.checkpointer,
+            thread_prefix=self.checkpoint_prefix,
+            data_dir=self.services.settings.data_dir,
+        )
         return cast(dict[str, Any], deep_replace(change, left))
 
     def _quarantine(self, exc: Exception, opened: dict[str, Any]) -> TickFailure:
@@ -299,8 +335,13 @@ class Agent:
         thread_id = opened.get("thread_id") or snapshot.values.get("thread_id") or self.thread_id
         tick = int(opened.get("tick") or snapshot.values.get("tick") or 0)
         error = f"{type(exc).__name__}: {exc}"[:2000]
-        log.warning("tick %s of %s failed%s: %s (quarantined; the next tick starts clean)", tick, thread_id,
-                    f" in {step}" if step else "", error)
+        log.warning(
+            "tick %s of %s failed%s: %s (quarantined; the next tick starts clean)",
+            tick,
+            thread_id,
+            f" in {step}" if step else "",
+            error,
+        )
         if snapshot.next:
             self.graph.update_state(self.config, None, as_node=END)
         if tick:
@@ -331,8 +372,10 @@ FORGETTING = ("memory.anonymise", "users.delete")  # commands that rewrite what 
 
 def _anonymised(values: dict[str, Any]) -> bool:
     """Whether the tick's commands include an executed `memory.anonymise` or `users.delete` (rows rewritten)."""
-    return any(isinstance(e, dict) and e.get("type") in FORGETTING and e.get("status") == "executed"
-               for e in values.get("executed") or [])
+    return any(
+        isinstance(e, dict) and e.get("type") in FORGETTING and e.get("status") == "executed"
+        for e in values.get("executed") or []
+    )
 
 
 def _updated(values: dict[str, Any] | None, update: dict[str, Any]) -> dict[str, Any] | None:
@@ -413,24 +456,40 @@ class OpenGraph:
             close_saver(self._agent.checkpointer)
 
 
-def open_graph(playbook: str | Path = "repl", *, checkpointer: str | BaseCheckpointSaver[Any] = "sqlite",
-               services: Services | None = None, overrides: Overrides | None = None, **given: Any) -> OpenGraph:
+def open_graph(
+    playbook: str | Path = "repl",
+    *,
+    checkpointer: str | BaseCheckpointSaver[Any] = "sqlite",
+    services: Services | None = None,
+    overrides: Overrides | None = None,
+    **given: Any,
+) -> OpenGraph:
     """The playbook (a shipped name or a path) compiled over `checkpointer` (as `build_agent`'s), with its services
     opened from `overrides` and `given` (Settings fields: data_dir, persona_dir, llm_url, …) unless `services` are
     given (then they stay open when it closes), ready for LangGraph's invoke and stream. The thread a run works on
     is the one its config names (`{"configurable": {"thread_id": …}}`); a loop tick's input is `{}`, a one-shot
     run's `OpenGraph.inputs(question=…)`."""
-    return OpenGraph(build_agent(playbook, checkpointer=checkpointer, services=services, overrides=overrides,
-                                 **given), owns_services=services is None)
+    return OpenGraph(
+        build_agent(playbook, checkpointer=checkpointer, services=services, overrides=overrides, **given),
+        owns_services=services is None,
+    )
 
 
-def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main",
-                checkpointer: str | BaseCheckpointSaver[Any] = "sqlite",
-                services: Services | None = None, on_recover: Callable[[str], None] | None = None,
-                checkpoint_prefix: str = "", overrides: Overrides | None = None, **given: Any) -> Agent:
+def build_agent(
+    playbook: str | Path = "repl",
+    *,
+    thread_id: str = "main",
+    checkpointer: str | BaseCheckpointSaver[Any] = "sqlite",
+    services: Services | None = None,
+    on_recover: Callable[[str], None] | None = None,
+    checkpoint_prefix: str = "",
+    overrides: Overrides | None = None,
+    **given: Any,
+) -> Agent:
     """Open services from `overrides` and `given` (persona.settings.Settings fields: data_dir, db_url, persona_dir,
     llm_url, …; graph/services.open_services) unless `services` are given, compile the playbook, and abort Stelis
-    threads a dead process left running (each gets a chronicle and stays anchored). `checkpointer`: "sqlite" (the default: durable, beside the memory — PostgresSaver
+    threads a dead process left running (each gets a chronicle and stays anchored). `checkpointer`: "sqlite" (the
+    default: durable, beside the memory — PostgresSaver
     when the database is Postgres, SqliteSaver in the data dir otherwise), "memory", or a saver."""
     services = services or open_services(overrides, **given)
     if checkpointer == "sqlite" and services.db.is_postgres:  # the state goes where the memory goes
@@ -443,7 +502,12 @@ def build_agent(playbook: str | Path = "repl", *, thread_id: str = "main",
         raise ValueError(f"unknown checkpointer {checkpointer!r}: sqlite, memory, or a saver")
     else:
         saver = checkpointer
-    agent = Agent(load_playbook(resolve_playbook_path(playbook)), services, saver, thread_id=thread_id,
-                  checkpoint_prefix=checkpoint_prefix)
+    agent = Agent(
+        load_playbook(resolve_playbook_path(playbook)),
+        services,
+        saver,
+        thread_id=thread_id,
+        checkpoint_prefix=checkpoint_prefix,
+    )
     agent.recovered = recover_orphans(services, notify=on_recover)
     return agent

@@ -31,10 +31,20 @@ def open_postgres_saver(conninfo: str) -> BaseCheckpointSaver[Any]:
     from psycopg.rows import DictRow, dict_row
     from psycopg_pool import ConnectionPool
 
-    pool = ConnectionPool(conninfo, connection_class=Connection[DictRow], min_size=1, max_size=POOL_SIZE, open=False,
-                          timeout=CONNECT_TIMEOUT_S,
-                          kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
-                                  "connect_timeout": CONNECT_TIMEOUT_S})
+    pool = ConnectionPool(
+        conninfo,
+        connection_class=Connection[DictRow],
+        min_size=1,
+        max_size=POOL_SIZE,
+        open=False,
+        timeout=CONNECT_TIMEOUT_S,
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "connect_timeout": CONNECT_TIMEOUT_S,
+        },
+    )
     pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
     saver = PostgresSaver(pool)
     saver.setup()
@@ -66,12 +76,17 @@ def latest_checkpoint_id(saver: BaseCheckpointSaver[Any], thread_id: str) -> str
         with saver.lock:
             row = saver.conn.execute(
                 "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
-                "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,)).fetchone()
+                "ORDER BY checkpoint_id DESC LIMIT 1",
+                (thread_id,),
+            ).fetchone()
         return None if row is None else str(row[0])
     if is_postgres_saver(saver):
         with saver._cursor() as cur:  # type: ignore[attr-defined]  # PostgresSaver's own locked connection
-            cur.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
-                        "ORDER BY checkpoint_id DESC LIMIT 1", (thread_id,))
+            cur.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = '' "
+                "ORDER BY checkpoint_id DESC LIMIT 1",
+                (thread_id,),
+            )
             found = cur.fetchone()
         return None if found is None else str(found["checkpoint_id"])
     if isinstance(saver, InMemorySaver):
@@ -125,6 +140,7 @@ def count_checkpoints(saver: SqliteSaver, thread_id: str) -> int:
 
 # ---- rewriting what the checkpoints hold (anonymisation: graph/forgetting.py) --------------------------------------
 
+
 def deep_replace(change: Callable[[Any], Any], value: Any) -> Any:
     """`value` with every string inside it passed through `change`: dicts (their values), lists, tuples, a Send's
     argument; anything else is returned as it is (a tick's state is plain JSON: nodes/state.py)."""
@@ -144,8 +160,9 @@ def deep_replace(change: Callable[[Any], Any], value: Any) -> Any:
     return value
 
 
-def _typed(saver: BaseCheckpointSaver[Any], change: Callable[[Any], Any], kind: str | None,
-           blob: bytes | None) -> tuple[str, bytes] | None:
+def _typed(
+    saver: BaseCheckpointSaver[Any], change: Callable[[Any], Any], kind: str | None, blob: bytes | None
+) -> tuple[str, bytes] | None:
     """A serialised value rewritten, or None when nothing in it changed (or it holds nothing)."""
     if blob is None or kind in (None, "empty"):
         return None
@@ -179,7 +196,8 @@ def _rewrite_sqlite(saver: SqliteSaver, change: Callable[[Any], Any], prefix: st
     with saver.lock, saver.conn:
         rows = saver.conn.execute(
             "SELECT rowid, type, checkpoint, metadata FROM checkpoints WHERE thread_id LIKE ? ESCAPE '\\'",
-            (_like(prefix),)).fetchall()
+            (_like(prefix),),
+        ).fetchall()
         for rowid, kind, blob, metadata in rows:
             checkpoint = _typed(saver, change, kind, blob)
             meta = json.loads(metadata) if metadata is not None else None
@@ -187,12 +205,14 @@ def _rewrite_sqlite(saver: SqliteSaver, change: Callable[[Any], Any], prefix: st
             if checkpoint is None and new_meta == meta:
                 continue
             kind, blob = checkpoint or (kind, blob)
-            saver.conn.execute("UPDATE checkpoints SET type = ?, checkpoint = ?, metadata = ? WHERE rowid = ?",
-                               (kind, blob, json.dumps(new_meta, ensure_ascii=False) if meta is not None else None,
-                                rowid))
+            saver.conn.execute(
+                "UPDATE checkpoints SET type = ?, checkpoint = ?, metadata = ? WHERE rowid = ?",
+                (kind, blob, json.dumps(new_meta, ensure_ascii=False) if meta is not None else None, rowid),
+            )
             changed += 1
         for rowid, kind, blob in saver.conn.execute(
-                "SELECT rowid, type, value FROM writes WHERE thread_id LIKE ? ESCAPE '\\'", (_like(prefix),)).fetchall():
+            "SELECT rowid, type, value FROM writes WHERE thread_id LIKE ? ESCAPE '\\'", (_like(prefix),)
+        ).fetchall():
             written = _typed(saver, change, kind, blob)
             if written is not None:
                 saver.conn.execute("UPDATE writes SET type = ?, value = ? WHERE rowid = ?", (*written, rowid))
@@ -206,34 +226,54 @@ def _rewrite_postgres(saver: Any, change: Callable[[Any], Any], prefix: str) -> 
     changed = 0
     like = _like(prefix)
     with saver._cursor() as cur:  # PostgresSaver's own locked connection (autocommit: each UPDATE stands alone)
-        cur.execute("SELECT thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata FROM checkpoints "
-                    "WHERE thread_id LIKE %s", (like,))
+        cur.execute(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata FROM checkpoints "
+            "WHERE thread_id LIKE %s",
+            (like,),
+        )
         for row in cur.fetchall():
             checkpoint, metadata = deep_replace(change, row["checkpoint"]), deep_replace(change, row["metadata"])
             if checkpoint != row["checkpoint"] or metadata != row["metadata"]:
-                cur.execute("UPDATE checkpoints SET checkpoint = %s, metadata = %s WHERE thread_id = %s AND "
-                            "checkpoint_ns = %s AND checkpoint_id = %s",
-                            (Jsonb(checkpoint), Jsonb(metadata), row["thread_id"], row["checkpoint_ns"],
-                             row["checkpoint_id"]))
+                cur.execute(
+                    "UPDATE checkpoints SET checkpoint = %s, metadata = %s WHERE thread_id = %s AND "
+                    "checkpoint_ns = %s AND checkpoint_id = %s",
+                    (Jsonb(checkpoint), Jsonb(metadata), row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]),
+                )
                 changed += 1
-        cur.execute("SELECT thread_id, checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs "
-                    "WHERE thread_id LIKE %s", (like,))
+        cur.execute(
+            "SELECT thread_id, checkpoint_ns, channel, version, type, blob FROM checkpoint_blobs "
+            "WHERE thread_id LIKE %s",
+            (like,),
+        )
         for row in cur.fetchall():
             written = _typed(saver, change, row["type"], row["blob"])
             if written is not None:
-                cur.execute("UPDATE checkpoint_blobs SET type = %s, blob = %s WHERE thread_id = %s AND "
-                            "checkpoint_ns = %s AND channel = %s AND version = %s",
-                            (*written, row["thread_id"], row["checkpoint_ns"], row["channel"], row["version"]))
+                cur.execute(
+                    "UPDATE checkpoint_blobs SET type = %s, blob = %s WHERE thread_id = %s AND "
+                    "checkpoint_ns = %s AND channel = %s AND version = %s",
+                    (*written, row["thread_id"], row["checkpoint_ns"], row["channel"], row["version"]),
+                )
                 changed += 1
-        cur.execute("SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, type, blob FROM checkpoint_writes "
-                    "WHERE thread_id LIKE %s", (like,))
+        cur.execute(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, type, blob FROM checkpoint_writes "
+            "WHERE thread_id LIKE %s",
+            (like,),
+        )
         for row in cur.fetchall():
             written = _typed(saver, change, row["type"], row["blob"])
             if written is not None:
-                cur.execute("UPDATE checkpoint_writes SET type = %s, blob = %s WHERE thread_id = %s AND "
-                            "checkpoint_ns = %s AND checkpoint_id = %s AND task_id = %s AND idx = %s",
-                            (*written, row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"], row["task_id"],
-                             row["idx"]))
+                cur.execute(
+                    "UPDATE checkpoint_writes SET type = %s, blob = %s WHERE thread_id = %s AND "
+                    "checkpoint_ns = %s AND checkpoint_id = %s AND task_id = %s AND idx = %s",
+                    (
+                        *written,
+                        row["thread_id"],
+                        row["checkpoint_ns"],
+                        row["checkpoint_id"],
+                        row["task_id"],
+                        row["idx"],
+                    ),
+                )
                 changed += 1
     return changed
 

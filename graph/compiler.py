@@ -10,7 +10,8 @@ A `subplaybook` is compiled from the callee playbook the same way.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langgraph.errors import GraphDrained
 from langgraph.graph import END as LG_END
@@ -20,8 +21,8 @@ from langgraph.runtime import Runtime
 
 from graph.playbook import (
     END,
-    ConditionalNext,
     CommandNode,
+    ConditionalNext,
     LLMNode,
     Playbook,
     SetNode,
@@ -35,8 +36,8 @@ from llm import LLMCancelled
 from nodes import STEPS, AnimaContext, TickState
 from nodes.kinds.ask_llm import ask_llm
 from nodes.kinds.assign_vars import assign_vars
-from nodes.kinds.run_command import run_command
 from nodes.kinds.call_subplaybook import call_subplaybook
+from nodes.kinds.run_command import run_command
 from nodes.kinds.variables import lookup
 from nodes.state import VarsUpdate
 from nodes.stelis.region import end_stelis, enter_stelis
@@ -46,9 +47,12 @@ TickGraph = StateGraph[TickState, Any, TickState, TickState]  # a scope's builde
 CompiledTick = CompiledStateGraph[TickState, Any, TickState, TickState]
 
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-    "gt": lambda a, b: a is not None and a > b, "gte": lambda a, b: a is not None and a >= b,
-    "lt": lambda a, b: a is not None and a < b, "lte": lambda a, b: a is not None and a <= b,
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "gt": lambda a, b: a is not None and a > b,
+    "gte": lambda a, b: a is not None and a >= b,
+    "lt": lambda a, b: a is not None and a < b,
+    "lte": lambda a, b: a is not None and a <= b,
     "in": lambda a, b: a in b,
 }
 
@@ -73,7 +77,9 @@ def make_router(cond: ConditionalNext) -> Callable[[TickState], str]:
     def route(state: TickState) -> str:
         value = lookup(state, cond.field)
         for case, target in cond.cases.items():
-            expected = [_coerce(v.strip(), value) for v in case.split(",")] if cond.operator == "in" else _coerce(case, value)
+            expected = (
+                [_coerce(v.strip(), value) for v in case.split(",")] if cond.operator == "in" else _coerce(case, value)
+            )
             try:
                 if _OPS[cond.operator](value, expected):
                     return target
@@ -95,6 +101,7 @@ def _stops_on_cancel(step: Step, node_id: str) -> Step:
     before it, nothing of this one is written, and it runs again when the run resumes. The step runs in an
     OpenTelemetry span (a no-op without a configured SDK: graph/telemetry.py) — in this one wrapper, so LangGraph
     still finds a Stelis region's subgraph through it."""
+
     @functools.wraps(step)
     def stoppable(*args: Any, **kwargs: Any) -> Any:
         from opentelemetry import trace
@@ -134,14 +141,16 @@ def _add_edges(builder: TickGraph, source: str, node: Any) -> None:
         builder.add_conditional_edges(source, make_router(cond), {t: (LG_END if t == END else t) for t in targets})
 
 
-def build_graph(playbook: Playbook, steps: dict[str, Step] | None = None,
-                context_schema: type[Any] = AnimaContext) -> TickGraph:
+def build_graph(
+    playbook: Playbook, steps: dict[str, Step] | None = None, context_schema: type[Any] = AnimaContext
+) -> TickGraph:
     scopes, _, _ = compute_scopes(playbook)
     return _build_scope(playbook, scopes, None, steps or STEPS, context_schema)
 
 
-def _build_scope(pb: Playbook, scopes: dict[str | None, Scope], key: str | None, steps: dict[str, Step],
-                 context_schema: type[Any]) -> TickGraph:
+def _build_scope(
+    pb: Playbook, scopes: dict[str | None, Scope], key: str | None, steps: dict[str, Step], context_schema: type[Any]
+) -> TickGraph:
     scope = scopes[key]
     by_id = {n.id: n for n in pb.nodes}
     builder: TickGraph = StateGraph(TickState, context_schema=context_schema)

@@ -50,9 +50,15 @@ def open_saver(db: Database, data_dir: str | Path) -> BaseCheckpointSaver[Any] |
     return open_sqlite_saver(path) if path.exists() else None
 
 
-def finish(change: Callable[[Any], Any], *, db: Database, memory: Any = None,
-           saver: BaseCheckpointSaver[Any] | None = None, thread_prefix: str = "",
-           data_dir: str | Path | None = None) -> Finished:
+def finish(
+    change: Callable[[Any], Any],
+    *,
+    db: Database,
+    memory: Any = None,
+    saver: BaseCheckpointSaver[Any] | None = None,
+    thread_prefix: str = "",
+    data_dir: str | Path | None = None,
+) -> Finished:
     """The stores beyond the unit of work (module doc), in order: the kept documents, checkpoints, vectors, then the
     files compacted."""
     from managers.anonymise import AnonymisationManager
@@ -67,8 +73,11 @@ def finish(change: Callable[[Any], Any], *, db: Database, memory: Any = None,
     if saver is not None:
         compact_saver(saver)
     db.compact()
-    log.info("anonymisation finished: %d checkpoint rows rewritten, %d memories embedded again", done.checkpoints,
-             done.vectors)
+    log.info(
+        "anonymisation finished: %d checkpoint rows rewritten, %d memories embedded again",
+        done.checkpoints,
+        done.vectors,
+    )
     return done
 
 

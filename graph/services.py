@@ -35,17 +35,36 @@ def registry_entries(settings: Settings) -> list[dict[str, Any]]:
     `llms` (each names its own key variable, or sends none), and the embedded model."""
     entries: list[dict[str, Any]] = []
     if settings.llm_url:
-        entries.append({"id": "server", "provider": "openai", "model": settings.model or "default", "priority": 100,
-                        "config": {"base_url": settings.llm_url, "api": settings.llm_api,
-                                   "api_key_env": settings.api_key_env,
-                                   "context_window": settings.context_window or 32768}})
+        entries.append(
+            {
+                "id": "server",
+                "provider": "openai",
+                "model": settings.model or "default",
+                "priority": 100,
+                "config": {
+                    "base_url": settings.llm_url,
+                    "api": settings.llm_api,
+                    "api_key_env": settings.api_key_env,
+                    "context_window": settings.context_window or 32768,
+                },
+            }
+        )
     entries += [entry.model_dump() for entry in settings.llms]
     if settings.embedded or not entries:
-        entries.append({"id": "embedded", "provider": "llamacpp", "model": voice_of(settings.embedded_model).file_name,
-                        "priority": 0 if entries else 100,
-                        "config": {"context_window": settings.embedded_context_window,
-                                   "n_threads": settings.embedded_threads,
-                                   "cache_dir": settings.cache_dir, "voice": settings.embedded_model}})
+        entries.append(
+            {
+                "id": "embedded",
+                "provider": "llamacpp",
+                "model": voice_of(settings.embedded_model).file_name,
+                "priority": 0 if entries else 100,
+                "config": {
+                    "context_window": settings.embedded_context_window,
+                    "n_threads": settings.embedded_threads,
+                    "cache_dir": settings.cache_dir,
+                    "voice": settings.embedded_model,
+                },
+            }
+        )
     return entries
 
 
@@ -85,13 +104,23 @@ def check_consent_policy(settings: Settings) -> None:
     unknown = [name for name in settings.consent.auto_approve if registry().get(name) is None]
     if unknown:
         config = read_lined_yaml(Path(settings.persona_dir or "") / "config.yaml")
-        raise SettingsError(f"{config.where(('consent', 'auto_approve'))}: no such command {', '.join(map(repr, unknown))}"
-                            " (`run.py persona show` lists the commands under 'Available commands')", settings.persona_dir)
+        raise SettingsError(
+            f"{config.where(('consent', 'auto_approve'))}: no such command {', '.join(map(repr, unknown))}"
+            " (`run.py persona show` lists the commands under 'Available commands')",
+            settings.persona_dir,
+        )
 
 
-def open_services(overrides: Overrides | None = None, *, providers: dict[str, Provider] | None = None,
-                  entries: list[dict[str, Any]] | None = None, clock: Callable[[], datetime] = utcnow,
-                  embedder: Embedder | None = None, db: Database | None = None, **given: Any) -> Services:
+def open_services(
+    overrides: Overrides | None = None,
+    *,
+    providers: dict[str, Provider] | None = None,
+    entries: list[dict[str, Any]] | None = None,
+    clock: Callable[[], datetime] = utcnow,
+    embedder: Embedder | None = None,
+    db: Database | None = None,
+    **given: Any,
+) -> Services:
     """Everything a run needs, from `overrides` (the caller's layer: Settings fields given on the command line or by
     the caller; `given` keyword values on top). `db`: an opened database (a deployment's persona, graph/fleet/);
     otherwise the one the overrides locate."""
@@ -105,11 +134,18 @@ def open_services(overrides: Overrides | None = None, *, providers: dict[str, Pr
     persona = load_persona(settings.persona_dir)
     managers = run_managers(db, settings)
     with managers.unit() as house:
-        entries = house.models.sync_registry(house.models.with_added(
-            entries if entries is not None else registry_entries(settings)))
+        entries = house.models.sync_registry(
+            house.models.with_added(entries if entries is not None else registry_entries(settings))
+        )
     llms = LLMRegistry(entries, recorder=call_recorder(managers), providers=dict(providers or {}))
-    services = Services(db=db, llms=llms, persona=persona, settings=settings, clock=clock,
-                        memory=open_memory_index(db, settings, clock, embedder))
+    services = Services(
+        db=db,
+        llms=llms,
+        persona=persona,
+        settings=settings,
+        clock=clock,
+        memory=open_memory_index(db, settings, clock, embedder),
+    )
     services.jobs = Background(services)  # nothing starts until a command asks
     with db.unit() as repos:
         services.refresh_llms(repos)  # the model choices made at run time, persisted
@@ -119,11 +155,13 @@ def open_services(overrides: Overrides | None = None, *, providers: dict[str, Pr
 EMBEDDED_CHROMA_REFUSED = (
     "--chroma-url: a persona of a deployment keeps its vectors on a Chroma server, because the embedded Chroma "
     "(PersistentClient) is not safe across processes — start one (`chroma run --path /srv/chroma --port 8000`) "
-    "and pass --chroma-url http://HOST:8000 (or set ANIMA_CHROMA_URL)")
+    "and pass --chroma-url http://HOST:8000 (or set ANIMA_CHROMA_URL)"
+)
 
 
-def open_memory_index(db: Database, settings: Settings, clock: Callable[[], datetime] = utcnow,
-                      embedder: Embedder | None = None) -> MemoryIndex:
+def open_memory_index(
+    db: Database, settings: Settings, clock: Callable[[], datetime] = utcnow, embedder: Embedder | None = None
+) -> MemoryIndex:
     """The hybrid retrieval index; nothing is loaded until the first write or search. A persona of a deployment
     (its own database schema) keeps its vectors in its own database on the Chroma server."""
     from memory.retrieval.embeddings import open_embedder
@@ -131,11 +169,15 @@ def open_memory_index(db: Database, settings: Settings, clock: Callable[[], date
 
     if db.schema and not settings.chroma_url:
         raise SettingsError(EMBEDDED_CHROMA_REFUSED)
-    return MemoryIndex(db, embedder or open_embedder(settings.embed_url, settings.embed_model, settings.api_key_env,
-                                                     settings.cache_dir),
-                       chroma_path=Path(settings.data_dir).expanduser() / "chroma", chroma_url=settings.chroma_url,
-                       chroma_database=vector_database(db) if settings.chroma_url else None,
-                       config=settings.memory.retrieval, clock=clock)
+    return MemoryIndex(
+        db,
+        embedder or open_embedder(settings.embed_url, settings.embed_model, settings.api_key_env, settings.cache_dir),
+        chroma_path=Path(settings.data_dir).expanduser() / "chroma",
+        chroma_url=settings.chroma_url,
+        chroma_database=vector_database(db) if settings.chroma_url else None,
+        config=settings.memory.retrieval,
+        clock=clock,
+    )
 
 
 def vector_database(db: Database) -> str:

@@ -12,9 +12,8 @@ opened when `langgraph dev` imports this module.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from graph.compiler import CompiledTick, build_graph
 from graph.playbook import load_playbook, shipped_playbooks_dir
@@ -52,8 +51,10 @@ class StudioContext:
 
     def __init__(self, **given: object) -> None:
         if given:
-            raise ContextRefused(f"a run cannot set {', '.join(sorted(given))}: where the data lives, the persona and "
-                                 "the model are the server's settings (its ANIMA_* environment)")
+            raise ContextRefused(
+                f"a run cannot set {', '.join(sorted(given))}: where the data lives, the persona and "
+                "the model are the server's settings (its ANIMA_* environment)"
+            )
 
     @property
     def services(self) -> Services:

@@ -50,7 +50,8 @@ def tick_span(thread_id: str, persona: str) -> Any:
     from opentelemetry import trace
 
     return trace.get_tracer("anima").start_as_current_span(
-        "tick", attributes={"anima.thread": thread_id, "anima.persona": persona})
+        "tick", attributes={"anima.thread": thread_id, "anima.persona": persona}
+    )
 
 
 class AnimaCollector:
@@ -71,12 +72,17 @@ class AnimaCollector:
         calls, ticks, quiet, waits = read["calls"], read["ticks"], read["quiet"], read["waits"]
         persona = self.persona
         count = CounterMetricFamily("anima_llm_calls", "Model calls", labels=["persona", "model", "purpose", "outcome"])
-        prompt = CounterMetricFamily("anima_llm_prompt_tokens", "Prompt tokens sent, new or served from a prompt cache",
-                                     labels=["persona", "model", "cache"])
-        completion = CounterMetricFamily("anima_llm_completion_tokens", "Completion tokens received",
-                                         labels=["persona", "model"])
-        latency = HistogramMetricFamily("anima_llm_call_duration_seconds", "Model call duration",
-                                        labels=["persona", "model"], unit="")
+        prompt = CounterMetricFamily(
+            "anima_llm_prompt_tokens",
+            "Prompt tokens sent, new or served from a prompt cache",
+            labels=["persona", "model", "cache"],
+        )
+        completion = CounterMetricFamily(
+            "anima_llm_completion_tokens", "Completion tokens received", labels=["persona", "model"]
+        )
+        latency = HistogramMetricFamily(
+            "anima_llm_call_duration_seconds", "Model call duration", labels=["persona", "model"], unit=""
+        )
         for row in calls["by_purpose"]:
             count.add_metric([persona, row["model"], row["purpose"], "ok"], row["ok"])
             count.add_metric([persona, row["model"], row["purpose"], "error"], row["failed"])
@@ -95,12 +101,17 @@ class AnimaCollector:
         for status, n in sorted(ticks.items()):
             tick.add_metric([persona, status], n)
         yield tick
-        skipped = CounterMetricFamily("anima_quiet_ticks", "Ticks with nothing new to think about: no model call",
-                                      labels=["persona"])
+        skipped = CounterMetricFamily(
+            "anima_quiet_ticks", "Ticks with nothing new to think about: no model call", labels=["persona"]
+        )
         skipped.add_metric([persona], quiet)
         yield skipped
-        replies = HistogramMetricFamily("anima_reply_wait_seconds", "From a human's note to the persona's answer",
-                                        labels=["persona"])
-        replies.add_metric([persona], [(str(b), sum(1 for w in waits if w <= b)) for b in WAIT_BUCKETS_S]
-                           + [("+Inf", len(waits))], float(sum(waits)))
+        replies = HistogramMetricFamily(
+            "anima_reply_wait_seconds", "From a human's note to the persona's answer", labels=["persona"]
+        )
+        replies.add_metric(
+            [persona],
+            [(str(b), sum(1 for w in waits if w <= b)) for b in WAIT_BUCKETS_S] + [("+Inf", len(waits))],
+            float(sum(waits)),
+        )
         yield replies

@@ -18,7 +18,7 @@ from __future__ import annotations
 import gettext
 import re
 import unicodedata
-from functools import lru_cache
+from functools import cache
 from io import BytesIO
 from pathlib import Path
 
@@ -65,8 +65,7 @@ def accepted(header: str | None) -> list[str]:
 def negotiate(*, chosen: str | None = None, setting: str | None = None, accept_language: str | None = None) -> str:
     """The web app's language for a request: the one chosen in the page (its cookie), else the `language`
     setting when it names one (not `auto`), else the browser's preference, else English."""
-    for candidate in (supported(chosen), supported(setting) if setting != "auto" else None,
-                      *accepted(accept_language)):
+    for candidate in (supported(chosen), supported(setting) if setting != "auto" else None, *accepted(accept_language)):
         if candidate:
             return candidate
     return SOURCE
@@ -96,7 +95,7 @@ def catalogue_path(language: str, domain: str) -> Path:
     return LOCALES / language / "LC_MESSAGES" / f"{domain}.po"
 
 
-@lru_cache(maxsize=None)
+@cache
 def translations(language: str, domain: str) -> gettext.NullTranslations:
     """The catalogue of `domain` in `language`, compiled from its .po at first use (cached for the process);
     English, or a language without a catalogue: the msgids themselves. Fuzzy entries are not used."""
@@ -117,4 +116,3 @@ def translations(language: str, domain: str) -> gettext.NullTranslations:
 def text(message: str, language: str | None, domain: str = "prompts") -> str:
     """`message` (its English msgid) in `language`; the English itself when the catalogue has no translation."""
     return translations(language or SOURCE, domain).gettext(message)
-

@@ -3,5 +3,13 @@
 from llm.base import AllLLMsUnavailable, Generation, LLMCancelled, LLMUnavailable, Provider, Sampling, approx_tokens
 from llm.registry import LLMRegistry
 
-__all__ = ["AllLLMsUnavailable", "Generation", "LLMCancelled", "LLMRegistry", "LLMUnavailable", "Provider", "Sampling",
-           "approx_tokens"]
+__all__ = [
+    "AllLLMsUnavailable",
+    "Generation",
+    "LLMCancelled",
+    "LLMRegistry",
+    "LLMUnavailable",
+    "Provider",
+    "Sampling",
+    "approx_tokens",
+]

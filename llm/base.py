@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 TokenCallback = Callable[[str], None]
 
 # Why a model did not answer, and what the registry does about it (see LLMRegistry.generate):
-OUTAGE = "outage"              # connection refused, timeout, 5xx: back off (growing), fail over
-MALFORMED = "malformed"        # not JSON, no choices, an empty stream: back off like an outage, fail over
+OUTAGE = "outage"  # connection refused, timeout, 5xx: back off (growing), fail over
+MALFORMED = "malformed"  # not JSON, no choices, an empty stream: back off like an outage, fail over
 RATE_LIMITED = "rate_limited"  # 429: back off (Retry-After when given), fail over
-AUTH = "auth"                  # 401/403: the key is wrong: set aside for the longest backoff, fail over
-NOT_FOUND = "not_found"        # 404: no such model or endpoint: set aside for the longest backoff, fail over
-BAD_REQUEST = "bad_request"    # 400/422/…: this request was refused, not the model: fail over, no backoff
-ERROR = "error"                # anything else a provider raised: fail over, no backoff (logged with its traceback)
+AUTH = "auth"  # 401/403: the key is wrong: set aside for the longest backoff, fail over
+NOT_FOUND = "not_found"  # 404: no such model or endpoint: set aside for the longest backoff, fail over
+BAD_REQUEST = "bad_request"  # 400/422/…: this request was refused, not the model: fail over, no backoff
+ERROR = "error"  # anything else a provider raised: fail over, no backoff (logged with its traceback)
 
 
 class LLMUnavailable(RuntimeError):
@@ -56,7 +57,7 @@ class Sampling:
     letters: str | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "Sampling":
+    def from_dict(cls, data: dict[str, Any] | None) -> Sampling:
         data = data or {}
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
@@ -90,13 +91,27 @@ class Provider(Protocol):
     @property
     def model(self) -> str: ...
 
-    def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
-                 cancel: threading.Event | None = None) -> Generation: ...
+    def complete(
+        self,
+        prompt: str,
+        sampling: Sampling,
+        *,
+        stop: list[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        on_token: TokenCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation: ...
 
-    def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
-             cancel: threading.Event | None = None) -> Generation: ...
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        sampling: Sampling,
+        *,
+        stop: list[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        on_token: TokenCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation: ...
 
     def count_tokens(self, text: str) -> int: ...
 

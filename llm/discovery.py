@@ -95,8 +95,9 @@ def _probe(name: str, port: int, host: str, timeout: float) -> LocalServer | Non
         return None
 
 
-def detect_local(servers: tuple[tuple[str, int], ...] = KNOWN_LOCAL_SERVERS, host: str = LOOPBACK,
-                 timeout: float = DETECT_TIMEOUT_S) -> list[LocalServer]:
+def detect_local(
+    servers: tuple[tuple[str, int], ...] = KNOWN_LOCAL_SERVERS, host: str = LOOPBACK, timeout: float = DETECT_TIMEOUT_S
+) -> list[LocalServer]:
     """The OpenAI-compatible servers answering on loopback, with their models, in the order of `servers`."""
     if not servers:
         return []
@@ -105,8 +106,9 @@ def detect_local(servers: tuple[tuple[str, int], ...] = KNOWN_LOCAL_SERVERS, hos
     return [server for server in found if server is not None]
 
 
-def check_server(base_url: str, model: str, api_key: str | None = None,
-                 timeout: float = CHECK_TIMEOUT_S) -> ServerCheck:
+def check_server(
+    base_url: str, model: str, api_key: str | None = None, timeout: float = CHECK_TIMEOUT_S
+) -> ServerCheck:
     """The health check before a model is added: its model list, then one short chat completion of `model`."""
     import httpx
 
@@ -121,22 +123,32 @@ def check_server(base_url: str, model: str, api_key: str | None = None,
         why = "the API key was refused" if status in (401, 403) else f"it answered {status}"
         return ServerCheck(ok=False, error=f"{root}/models: {why}")
     except Exception as exc:  # noqa: BLE001 - unreachable, not JSON, not a model list: told to the human
-        return ServerCheck(ok=False, error=f"{root}/models did not answer as an OpenAI-compatible server: "
-                                           f"{type(exc).__name__}: {exc}"[:500])
-    body = {"model": model, "messages": [{"role": "user", "content": CHECK_PROMPT}], "max_tokens": 8,
-            "temperature": 0.0, "stream": False}
+        return ServerCheck(
+            ok=False,
+            error=f"{root}/models did not answer as an OpenAI-compatible server: {type(exc).__name__}: {exc}"[:500],
+        )
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": CHECK_PROMPT}],
+        "max_tokens": 8,
+        "temperature": 0.0,
+        "stream": False,
+    }
     try:
         answer = httpx.post(root + "/chat/completions", json=body, headers=_headers(api_key), timeout=timeout)
         if answer.status_code >= 400:
-            return ServerCheck(ok=False, models=models,
-                               error=f"a short completion of {model!r} failed: {answer.status_code} "
-                                     f"{answer.text[:300]}")
+            return ServerCheck(
+                ok=False,
+                models=models,
+                error=f"a short completion of {model!r} failed: {answer.status_code} {answer.text[:300]}",
+            )
         choices = answer.json().get("choices") or []
         message = choices[0].get("message") or {} if choices else {}
         reply = str(message.get("content") or choices[0].get("text") or "") if choices else ""
     except Exception as exc:  # noqa: BLE001 - a timeout or a body that is not a completion
-        return ServerCheck(ok=False, models=models,
-                           error=f"a short completion of {model!r} failed: {type(exc).__name__}: {exc}"[:500])
+        return ServerCheck(
+            ok=False, models=models, error=f"a short completion of {model!r} failed: {type(exc).__name__}: {exc}"[:500]
+        )
     if not choices:
         return ServerCheck(ok=False, models=models, error=f"a short completion of {model!r} came back empty")
     return ServerCheck(ok=True, models=models, reply=reply.strip()[:200])

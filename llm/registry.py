@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Callable, Iterator
 
 from llm.base import (
     AUTH,
@@ -102,8 +102,9 @@ class LLMRegistry:
         before = {i: dict(s.entry) for i, s in self._all.items()}
         for llm_id, changes in overrides.items():
             if llm_id in self._all:
-                self._all[llm_id].entry.update({k: v for k, v in changes.items()
-                                                if k in ("priority", "enabled", "is_validator")})
+                self._all[llm_id].entry.update(
+                    {k: v for k, v in changes.items() if k in ("priority", "enabled", "is_validator")}
+                )
         try:
             self._order()
         except ValueError:
@@ -189,8 +190,11 @@ class LLMRegistry:
 
     def validators(self, min_trust: float = 0.0) -> list[dict[str, Any]]:
         """Validator entries whose trust has not drifted below `min_trust`."""
-        return [s.entry for s in self._slots.values()
-                if s.entry.get("is_validator") and float(s.entry.get("trust_score", 1.0)) >= min_trust]
+        return [
+            s.entry
+            for s in self._slots.values()
+            if s.entry.get("is_validator") and float(s.entry.get("trust_score", 1.0)) >= min_trust
+        ]
 
     def order(self, prefer: str | None = None) -> list[str]:
         first = prefer or self.primary_id
@@ -228,29 +232,44 @@ class LLMRegistry:
             slot = self._all[llm_id]
             tried.append(llm_id)
             started = time.perf_counter()
-            with model_call_span(purpose, slot.entry, chat=messages is not None, sampling=sampling,
-                                 messages=messages, prompt=prompt) as span:
+            with model_call_span(
+                purpose, slot.entry, chat=messages is not None, sampling=sampling, messages=messages, prompt=prompt
+            ) as span:
                 try:
                     provider = self.provider(llm_id)
                     if messages is not None:
-                        gen = provider.chat(messages, sampling, stop=stop, json_schema=json_schema,
-                                            on_token=on_token, cancel=cancel)
+                        gen = provider.chat(
+                            messages, sampling, stop=stop, json_schema=json_schema, on_token=on_token, cancel=cancel
+                        )
                     else:
                         assert prompt is not None  # exactly one of prompt and messages (checked above)
-                        gen = provider.complete(prompt, sampling, stop=stop, json_schema=json_schema,
-                                                on_token=on_token, cancel=cancel)
+                        gen = provider.complete(
+                            prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token, cancel=cancel
+                        )
                 except LLMCancelled:
                     failed(span, "cancelled")
-                    self._record(purpose, slot.entry, None, tags, error="cancelled: the run was stopped",
-                                 latency_ms=(time.perf_counter() - started) * 1000)
+                    self._record(
+                        purpose,
+                        slot.entry,
+                        None,
+                        tags,
+                        error="cancelled: the run was stopped",
+                        latency_ms=(time.perf_counter() - started) * 1000,
+                    )
                     raise
                 except Exception as exc:  # noqa: BLE001 - any provider failure is classified, recorded and failed over
                     failure = exc if isinstance(exc, LLMUnavailable) else self._unexpected(llm_id, exc)
                     failed(span, failure.kind)
                     self._set_aside(slot, failure)
                     errors.append(f"{failure.kind}: {failure}")
-                    self._record(purpose, slot.entry, None, tags, error=f"{failure.kind}: {failure}"[:2000],
-                                 latency_ms=(time.perf_counter() - started) * 1000)
+                    self._record(
+                        purpose,
+                        slot.entry,
+                        None,
+                        tags,
+                        error=f"{failure.kind}: {failure}"[:2000],
+                        latency_ms=(time.perf_counter() - started) * 1000,
+                    )
                     continue
                 answered(span, gen)
             slot.failures, slot.down_until = 0, 0.0
@@ -277,20 +296,29 @@ class LLMRegistry:
                 wait = min(self.max_backoff_s, max(wait, failure.retry_after))
         slot.down_until = self.clock() + wait
 
-    def _record(self, purpose: str, entry: dict[str, Any], gen: Generation | None, tags: dict[str, Any] | None,
-                error: str | None = None, latency_ms: float = 0.0) -> None:
+    def _record(
+        self,
+        purpose: str,
+        entry: dict[str, Any],
+        gen: Generation | None,
+        tags: dict[str, Any] | None,
+        error: str | None = None,
+        latency_ms: float = 0.0,
+    ) -> None:
         if self.recorder is None:
             return
-        self.recorder({
-            **(tags or {}),
-            "purpose": purpose,
-            "llm_id": entry["id"],
-            "provider": entry.get("provider", ""),
-            "model": gen.model if gen else entry.get("model", ""),
-            "prompt_tokens": gen.prompt_tokens if gen else 0,
-            "completion_tokens": gen.completion_tokens if gen else 0,
-            "cached_tokens": gen.cached_tokens if gen else 0,
-            "latency_ms": gen.latency_ms if gen else latency_ms,
-            "ok": gen is not None,
-            "error": error,
-        })
+        self.recorder(
+            {
+                **(tags or {}),
+                "purpose": purpose,
+                "llm_id": entry["id"],
+                "provider": entry.get("provider", ""),
+                "model": gen.model if gen else entry.get("model", ""),
+                "prompt_tokens": gen.prompt_tokens if gen else 0,
+                "completion_tokens": gen.completion_tokens if gen else 0,
+                "cached_tokens": gen.cached_tokens if gen else 0,
+                "latency_ms": gen.latency_ms if gen else latency_ms,
+                "ok": gen is not None,
+                "error": error,
+            }
+        )

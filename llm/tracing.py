@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 TRACER = "anima"
 PROVIDER_NAMES = {"llamacpp": "llama.cpp", "openai": "openai"}
@@ -22,8 +23,15 @@ def capture_content() -> bool:
 
 
 @contextmanager
-def model_call_span(purpose: str, entry: dict[str, Any], *, chat: bool, sampling: Any,
-                    messages: list[dict[str, str]] | None, prompt: str | None) -> Iterator[Any]:
+def model_call_span(
+    purpose: str,
+    entry: dict[str, Any],
+    *,
+    chat: bool,
+    sampling: Any,
+    messages: list[dict[str, str]] | None,
+    prompt: str | None,
+) -> Iterator[Any]:
     """A client span around one model call; the caller sets the response's attributes (`answered`)."""
     from opentelemetry import trace
 
@@ -40,11 +48,13 @@ def model_call_span(purpose: str, entry: dict[str, Any], *, chat: bool, sampling
         "anima.llm.purpose": purpose,
     }
     if capture_content():
-        attributes["gen_ai.input.messages"] = json.dumps(messages if messages is not None else
-                                                         [{"role": "user", "content": prompt or ""}])
+        attributes["gen_ai.input.messages"] = json.dumps(
+            messages if messages is not None else [{"role": "user", "content": prompt or ""}]
+        )
     tracer = trace.get_tracer(TRACER)
-    with tracer.start_as_current_span(f"{operation} {model}", kind=trace.SpanKind.CLIENT,
-                                      attributes=attributes) as span:
+    with tracer.start_as_current_span(
+        f"{operation} {model}", kind=trace.SpanKind.CLIENT, attributes=attributes
+    ) as span:
         yield span
 
 

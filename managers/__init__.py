@@ -39,10 +39,13 @@ if TYPE_CHECKING:
     from managers.consent import ConsentManager
     from managers.conversation import ConversationManager
     from managers.diary import DiaryManager
+    from managers.dreams import DreamManager
     from managers.exchange import ExchangeManager
     from managers.facts import FactManager
     from managers.goals import GoalManager, TaskManager
     from managers.identity import IdentityManager
+    from managers.inner_life import InnerLifeManager
+    from managers.journal import JournalManager
     from managers.llm_memory import LLMMemoryManager
     from managers.loop import LoopManager
     from managers.mcp import McpManager
@@ -54,17 +57,14 @@ if TYPE_CHECKING:
     from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
-    from managers.dreams import DreamManager
-    from managers.inner_life import InnerLifeManager
-    from managers.journal import JournalManager
     from managers.reports import ReportManager
-    from managers.task_cycles import TaskCycleManager
     from managers.reputation import ReputationManager
     from managers.sessions import SessionManager
     from managers.spawn import SpawnManager
     from managers.speech import SpeechManager
     from managers.strategies import StrategyManager
     from managers.tags import TagManager
+    from managers.task_cycles import TaskCycleManager
     from managers.thinking import ThinkingManager
     from managers.thoughts import ThoughtManager
     from managers.threads import ThreadManager
@@ -98,7 +98,8 @@ class MissingDependency(RuntimeError):
 @dataclass(frozen=True)
 class ManagerDeps:
     """What the managers need besides the transaction. The settings are always there (a manager never guesses a
-    setting), and the clock (UTC now unless a door runs on its own); the retrieval index, the model registry and the speech engines only at the doors that have
+    setting), and the clock (UTC now unless a door runs on its own); the retrieval index, the model registry and the
+    speech engines only at the doors that have
     them — a manager that needs one asks with `need_…`, which names what is missing."""
 
     settings: Settings
@@ -166,8 +167,7 @@ def _history_actor(actor: Audience) -> str | None:
 class Managers:
     """One unit of work's managers. `repos` is the transaction every manager of this unit writes in."""
 
-    def __init__(self, repos: Repos, deps: ManagerDeps | Callable[[], ManagerDeps], *,
-                 actor: Audience = ALONE) -> None:
+    def __init__(self, repos: Repos, deps: ManagerDeps | Callable[[], ManagerDeps], *, actor: Audience = ALONE) -> None:
         self.repos = repos
         self._deps = deps
         self.actor = actor  # whom this unit acts for: what its reads may show (managers/audience.py)
@@ -210,7 +210,8 @@ class Managers:
 
     @cached_property
     def people(self) -> PeopleManager:
-        """The persona's humans: owner, trusted, guests; identities per channel; contact requests (managers/people.py)."""
+        """The persona's humans: owner, trusted, guests; identities per channel; contact requests
+        (managers/people.py)."""
         from managers.people import PeopleManager
 
         return PeopleManager(self)
@@ -233,7 +234,8 @@ class Managers:
 
     @cached_property
     def models(self) -> ModelManager:
-        """The model registry's run-time choices: primary model, priorities, enabled, validators (managers/models.py)."""
+        """The model registry's run-time choices: primary model, priorities, enabled, validators
+        (managers/models.py)."""
         from managers.models import ModelManager
 
         return ModelManager(self)
@@ -291,11 +293,13 @@ class Managers:
     @cached_property
     def catalogues(self) -> CatalogueManager:
         from managers.catalogues import CatalogueManager
+
         return CatalogueManager(self)
 
     @cached_property
     def strategies(self) -> StrategyManager:
         from managers.strategies import StrategyManager
+
         return StrategyManager(self)
 
     @cached_property
@@ -304,21 +308,25 @@ class Managers:
         (GMP), offered strategies, thinking methods and model addresses — each taken only with consent
         (managers/exchange.py)."""
         from managers.exchange import ExchangeManager
+
         return ExchangeManager(self)
 
     @cached_property
     def processes(self) -> ProcessManager:
         from managers.processes import ProcessManager
+
         return ProcessManager(self)
 
     @cached_property
     def mcp(self) -> McpManager:
         from managers.mcp import McpManager
+
         return McpManager(self)
 
     @cached_property
     def threads(self) -> ThreadManager:
         from managers.threads import ThreadManager
+
         return ThreadManager(self)
 
     # the memory tiers

@@ -35,17 +35,26 @@ class AbstractManager:
         self.house = house
         self.repos = house.repos
 
-    def list(self, *, tags: Iterable[str] | None = None, since: datetime | None = None,
-             limit: int = 5) -> builtins.list[Abstract]:
+    def list(
+        self, *, tags: Iterable[str] | None = None, since: datetime | None = None, limit: int = 5
+    ) -> builtins.list[Abstract]:
         return self.repos.abstracts.list(tags=tags, since=since, limit=limit)
 
     def get(self, abstract_id: int) -> Abstract:
         return self.repos.abstracts.get(abstract_id)
 
-    def add(self, title: str, summary: str, *, tags: Iterable[str] = (), sources: Iterable[str] = (),
-            thread_id: str | None = None) -> Abstract:
-        return self.repos.abstracts.add(title, summary, tags=tags, sources=sources, trigger="manual",
-                                        thread_id=thread_id)
+    def add(
+        self,
+        title: str,
+        summary: str,
+        *,
+        tags: Iterable[str] = (),
+        sources: Iterable[str] = (),
+        thread_id: str | None = None,
+    ) -> Abstract:
+        return self.repos.abstracts.add(
+            title, summary, tags=tags, sources=sources, trigger="manual", thread_id=thread_id
+        )
 
     def request(self, root_thread: str, trigger: str = "requested", what: str = "asked by the persona") -> None:
         """Ask for an abstract of the thread's recent thoughts, made after the tick."""

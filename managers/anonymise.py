@@ -86,8 +86,10 @@ def replacer(mapping: dict[str, str], *, ignore_case: bool = True) -> Callable[[
     if not mapping:
         return lambda value: value
     lookup = {k.lower() if ignore_case else k: v for k, v in mapping.items()}
-    pattern = re.compile(r"(?<![\w\[])(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True))
-                         + r")(?![\w\]])", re.IGNORECASE if ignore_case else 0)
+    pattern = re.compile(
+        r"(?<![\w\[])(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")(?![\w\]])",
+        re.IGNORECASE if ignore_case else 0,
+    )
 
     def replace(value: Any) -> Any:
         if isinstance(value, str):
@@ -111,7 +113,7 @@ def _looks_like_name(name: str, corpus: str) -> bool:
     if re.search(rf"(?<![\w\[]){re.escape(name.lower())}(?!\w)", corpus):
         return False
     for match in re.finditer(rf"(?<![\w\[]){re.escape(name)}(?!\w)", corpus, re.IGNORECASE):
-        before = corpus[:match.start()].rstrip(" \"'(\u201c")
+        before = corpus[: match.start()].rstrip(" \"'(\u201c")
         if before and before[-1] not in ".!?:\n":
             return True
     return False
@@ -144,8 +146,11 @@ class AnonymisationManager:
         return Fernet(path.read_bytes().strip())
 
     def _save(self, mapping: dict[str, str]) -> Path:
-        token = self._fernet(create=True).encrypt(json.dumps(
-            {placeholder: original for original, placeholder in mapping.items()}, ensure_ascii=False).encode("utf-8"))
+        token = self._fernet(create=True).encrypt(
+            json.dumps({placeholder: original for original, placeholder in mapping.items()}, ensure_ascii=False).encode(
+                "utf-8"
+            )
+        )
         stamp = self.house.deps.clock().strftime("%Y%m%dT%H%M%S%fZ")
         return write_secret(self.secrets_dir() / MAPS_DIR, f"{stamp}.enc", token.decode("ascii"))
 
@@ -191,8 +196,14 @@ class AnonymisationManager:
                     kinds.setdefault(word, kind)
         return kinds
 
-    def find(self, *, names: Iterable[str] = (), keep: Iterable[str] = (), tiers: Iterable[str] | None = None,
-             auto: bool = True) -> dict[str, str]:
+    def find(
+        self,
+        *,
+        names: Iterable[str] = (),
+        keep: Iterable[str] = (),
+        tiers: Iterable[str] | None = None,
+        auto: bool = True,
+    ) -> dict[str, str]:
         """What would be replaced: original (as first written) -> its kind (PERSON, PLACE, NAME)."""
         tiers = list(tiers) if tiers else None
         kinds = self._known_kinds()
@@ -212,8 +223,12 @@ class AnonymisationManager:
         found: dict[str, str] = {}
         for name in wanted:
             lowered = name.lower()
-            if len(lowered) < MIN_NAME or lowered in kept or PLACEHOLDER.search(name) or \
-                    lowered in {f.lower() for f in found}:
+            if (
+                len(lowered) < MIN_NAME
+                or lowered in kept
+                or PLACEHOLDER.search(name)
+                or lowered in {f.lower() for f in found}
+            ):
                 continue
             surface = re.search(rf"(?<![\w\[])({re.escape(name)})(?![\w\]])", corpus, re.IGNORECASE)
             if surface is None and name not in names:
@@ -256,8 +271,15 @@ class AnonymisationManager:
         self.repos.session.flush()  # the history listener records these edits now, before the history is rewritten
         return changed, per_tier
 
-    def anonymise(self, *, names: Iterable[str] = (), keep: Iterable[str] = (), tiers: Iterable[str] | None = None,
-                  auto: bool = True, dry_run: bool = False) -> Anonymised:
+    def anonymise(
+        self,
+        *,
+        names: Iterable[str] = (),
+        keep: Iterable[str] = (),
+        tiers: Iterable[str] | None = None,
+        auto: bool = True,
+        dry_run: bool = False,
+    ) -> Anonymised:
         """Replace what `find` finds; the mapping saved encrypted (owner-only) first. `dry_run`: only what would be."""
         tiers = list(tiers) if tiers else None
         for name in tiers or []:

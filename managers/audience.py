@@ -7,9 +7,11 @@ it — recall, `memory.search`, core memory, the notepad — is what that audien
 | audience | may see |
 |---|---|
 | the owner, and the persona alone (a free thought) | everything |
-| a trusted person | their own conversation, the persona's public identity (IDENTITY.md, SOUL.md, ethics), the memories marked `shareable` or `shareable:trusted` |
+| a trusted person | their own conversation, the persona's public identity (IDENTITY.md, SOUL.md, ethics), the memories
+marked `shareable` or `shareable:trusted` |
 | a guest | their own conversation, the persona's public identity, the memories marked `shareable` |
-| a peer (another agent) | as a guest: its own conversation with the persona, the public identity, `shareable` memories |
+| a peer (another agent) | as a guest: its own conversation with the persona, the public identity, `shareable` memories
+|
 
 A memory is marked by its tags (the owner's, on the Memory page; a note's conversation memory carries its
 conversation's tag, `person:<id>` or `peer:<name>`). What a restricted audience may not see is refused with a
@@ -84,10 +86,16 @@ class Audience:
             raise OutOfScope(f"{what} is not shown while I answer {self.describe()}: only my owner sees it")
 
     def describe(self) -> str:
-        who = self.name or (f"peer {self.peer}" if self.peer else
-                            f"person {self.person_id}" if self.person_id is not None else "")
-        return {Role.SELF: "myself", Role.OWNER: f"my owner {who}".strip(), Role.TRUSTED: f"{who} (trusted)",
-                Role.GUEST: f"{who} (a guest)", Role.PEER: f"{who} (another agent)"}[self.role]
+        who = self.name or (
+            f"peer {self.peer}" if self.peer else f"person {self.person_id}" if self.person_id is not None else ""
+        )
+        return {
+            Role.SELF: "myself",
+            Role.OWNER: f"my owner {who}".strip(),
+            Role.TRUSTED: f"{who} (trusted)",
+            Role.GUEST: f"{who} (a guest)",
+            Role.PEER: f"{who} (another agent)",
+        }[self.role]
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON, as a tick's checkpoint keeps it."""
@@ -102,8 +110,12 @@ class Audience:
         except ValueError:
             return ALONE
         person = data.get("person_id")
-        return cls(role=role, person_id=int(person) if person is not None else None, peer=data.get("peer") or None,
-                   name=str(data.get("name") or ""))
+        return cls(
+            role=role,
+            person_id=int(person) if person is not None else None,
+            peer=data.get("peer") or None,
+            name=str(data.get("name") or ""),
+        )
 
 
 ALONE = Audience()

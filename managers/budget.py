@@ -10,8 +10,8 @@ tick (managers/thinking.py), the Controls page and `run.py inspect` show `spend`
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -26,7 +26,9 @@ def _priced(row: dict[str, Any], settings: Settings) -> float | None:
     if price is None:
         return None
     new = row["prompt_tokens"] - row["cached_tokens"]
-    return (new * price.prompt + row["cached_tokens"] * price.cached + row["completion_tokens"] * price.completion) / 1e6
+    return (
+        new * price.prompt + row["cached_tokens"] * price.cached + row["completion_tokens"] * price.completion
+    ) / 1e6
 
 
 def _summed(rows: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:
@@ -65,10 +67,21 @@ class BudgetManager:
         today_rows = self.repos.llm_calls.spend_since(midnight)
         hour_rows = self.repos.llm_calls.spend_since(now - timedelta(hours=1))
         today, hour = _summed(today_rows, settings), _summed(hour_rows, settings)
-        by_model = [{**row, "new_prompt_tokens": row["prompt_tokens"] - row["cached_tokens"],
-                     "cost": (round(c, 6) if (c := _priced(row, settings)) is not None else None)} for row in today_rows]
-        return {"today": today, "hour": hour, "by_model": by_model, "currency": settings.budget.currency,
-                "budget": self._limits(today["tokens"], hour["tokens"])}
+        by_model = [
+            {
+                **row,
+                "new_prompt_tokens": row["prompt_tokens"] - row["cached_tokens"],
+                "cost": (round(c, 6) if (c := _priced(row, settings)) is not None else None),
+            }
+            for row in today_rows
+        ]
+        return {
+            "today": today,
+            "hour": hour,
+            "by_model": by_model,
+            "currency": settings.budget.currency,
+            "budget": self._limits(today["tokens"], hour["tokens"]),
+        }
 
     def _limits(self, today: int, hour: int) -> dict[str, Any]:
         budget = self._settings().budget
@@ -82,15 +95,23 @@ class BudgetManager:
                 state = "spent"
             elif state == "ok" and limit - used < budget.low_share * limit:
                 state = "low"
-        return {"tokens_per_day": budget.tokens_per_day, "tokens_per_hour": budget.tokens_per_hour,
-                "left": left, "state": state}
+        return {
+            "tokens_per_day": budget.tokens_per_day,
+            "tokens_per_hour": budget.tokens_per_hour,
+            "left": left,
+            "state": state,
+        }
 
     def metrics(self, latency_buckets_s: Sequence[float]) -> dict[str, Any]:
         """What a metrics scrape reads (graph/telemetry.py): every call's accounting summed (by model and purpose;
         by model with its latency buckets), ticks by status, the quiet ticks, the seconds each answered human waited."""
         repos = self.repos
-        return {"calls": repos.llm_calls.metrics(latency_buckets_s), "ticks": repos.ticks.count_by_status(),
-                "quiet": repos.processes.count_named("cycle.quiet"), "waits": repos.notes.answer_waits()}
+        return {
+            "calls": repos.llm_calls.metrics(latency_buckets_s),
+            "ticks": repos.ticks.count_by_status(),
+            "quiet": repos.processes.count_named("cycle.quiet"),
+            "waits": repos.notes.answer_waits(),
+        }
 
     def state(self, now: datetime) -> BudgetState:
         """ok, low or spent (no budget set: ok, without a query)."""

@@ -41,14 +41,16 @@ class CatalogueManager:
         data = dict(row)
         unknown = [k for k in data if k not in found.columns]
         if unknown:
-            raise Refused(f"{found.name} has no column {', '.join(map(repr, unknown))} "
-                          f"(its columns: {', '.join(found.columns)})")
+            raise Refused(
+                f"{found.name} has no column {', '.join(map(repr, unknown))} (its columns: {', '.join(found.columns)})"
+            )
         if len(str(data)) > MAX_ROW_CHARS:
             raise Refused(f"a row is at most {MAX_ROW_CHARS:,} characters")
         return found, self.repos.tables.insert(found, data)
 
-    def read_table(self, *, table: str, where: dict[str, Any] | None = None,
-                   limit: int = 20) -> tuple[AgentTable, list[AgentTableRow]]:
+    def read_table(
+        self, *, table: str, where: dict[str, Any] | None = None, limit: int = 20
+    ) -> tuple[AgentTable, list[AgentTableRow]]:
         """The active table and its rows newest first, those whose columns equal `where` (compared as text)."""
         found = self.repos.tables.active(table)
         return found, self.repos.tables.rows(found, where=where or {}, limit=limit)
@@ -75,7 +77,9 @@ class CatalogueManager:
     def services(self) -> list[AgentRecord]:
         return self.repos.records.list(SERVICE)
 
-    def put_service(self, *, name: str, url: str = "", kind: str = "", description: str = "") -> tuple[AgentRecord, bool]:
+    def put_service(
+        self, *, name: str, url: str = "", kind: str = "", description: str = ""
+    ) -> tuple[AgentRecord, bool]:
         """Add the service or replace the one of that name; (row, whether it replaced one)."""
         return self.repos.records.put(SERVICE, name, {"url": url, "kind": kind, "description": description})
 
@@ -86,13 +90,17 @@ class CatalogueManager:
     def accounts(self) -> list[AgentRecord]:
         return self.repos.records.list(ACCOUNT)
 
-    def put_account(self, *, name: str, service: str, handle: str = "", credential_env: str | None = None,
-                    description: str = "") -> tuple[AgentRecord, bool]:
+    def put_account(
+        self, *, name: str, service: str, handle: str = "", credential_env: str | None = None, description: str = ""
+    ) -> tuple[AgentRecord, bool]:
         """Add the account or replace the one of that name; the service must be known (NotFound otherwise). Only
         the name of the environment variable holding its secret is kept, never the secret."""
         self.repos.records.find(SERVICE, service)
-        return self.repos.records.put(ACCOUNT, name, {"service": service, "handle": handle,
-                                                      "credential_env": credential_env, "description": description})
+        return self.repos.records.put(
+            ACCOUNT,
+            name,
+            {"service": service, "handle": handle, "credential_env": credential_env, "description": description},
+        )
 
     def archive_account(self, ref: str | int) -> AgentRecord:
         row = self.repos.records.find(ACCOUNT, ref)

@@ -13,7 +13,8 @@ channel's rate limit is dropped, a text over its size cap is cut. What is held i
 `max_held_total`, `max_contact_requests` of the channel's entry): past a cap a message is dropped without its text,
 counted where the owner sees the contact requests, and the first drop of each kind is logged. A message the channel
 could not read (`Arrival.quarantined`) — or that the rules below cannot record — is set aside: an inbox row saying
-why, shown to the owner, nothing of it kept, no one's; the batch around it and the cursor go on. Attachments are kept by reference; a text document
+why, shown to the owner, nothing of it kept, no one's; the batch around it and the cursor go on. Attachments are kept by
+reference; a text document
 within the channel's size cap that the owner sent goes to the knowledge base (their sending it is their consent),
 anyone else's waits for the owner's approval (`kb.add_document`: approved, it joins the knowledge base with its
 sender as its source; refused, its bytes are deleted and it stays a reference).
@@ -35,15 +36,15 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from managers import notices
 from managers.consent import DOCUMENT_APPROVAL
 from managers.conversation import Words
 from managers.memory import MAIN_THREAD
-from managers.speech import VOICE_TAG
 from managers.people import right
+from managers.speech import VOICE_TAG
 from memory.models import ChannelInbox, ChannelOutbox, ContactRequest, Note, Person
 from memory.note_kinds import CHANNEL_DOORS, HUMAN_SOURCES, Door, NoteSource
 from persona.quiet_hours import parse_hours
@@ -100,8 +101,9 @@ class ChannelManager:
             with self.repos.session.begin_nested():
                 return self.receive(arrival, limits, now=now)
         except Exception as exc:  # noqa: BLE001 - one message must not stop the channel (the runner logs nothing else)
-            log.warning("channel %s: message %s set aside: %s", arrival.channel, arrival.platform_id[:80], exc,
-                        exc_info=True)
+            log.warning(
+                "channel %s: message %s set aside: %s", arrival.channel, arrival.platform_id[:80], exc, exc_info=True
+            )
             return self._set_aside(arrival, f"could not be recorded ({type(exc).__name__}: {str(exc)[:300]})", now)
 
     def receive(self, arrival: Arrival, limits: ChannelEntry, *, now: datetime) -> Received:
@@ -111,17 +113,25 @@ class ChannelManager:
             return Received("repeat")
         if arrival.quarantined:
             return self._set_aside(arrival, arrival.quarantined, now)
-        text = arrival.text[:limits.max_message_chars]
+        text = arrival.text[: limits.max_message_chars]
         refs = [{k: v for k, v in a.items() if k != "data"} for a in arrival.attachments]
         # a sender the channel cannot vouch for (an e-mail whose From failed authentication) is nobody we know,
         # whatever address it claims: a contact request, nothing in memory, no privilege
         person = None if arrival.unverified else people.identify(arrival.channel, arrival.sender)
         if person is None and not arrival.unverified and arrival.sender in limits.allowed_senders:
-            person = people.add(self._free_name(arrival.sender_name or arrival.sender), role="guest",
-                                by=f"channel {arrival.channel} allowed_senders")
+            person = people.add(
+                self._free_name(arrival.sender_name or arrival.sender),
+                role="guest",
+                by=f"channel {arrival.channel} allowed_senders",
+            )
             people.add_identity(person.id, arrival.channel, arrival.sender)
-        base = {"channel": arrival.channel, "platform_id": arrival.platform_id, "sender": arrival.sender,
-                "attachments": refs, "received_at": now}
+        base = {
+            "channel": arrival.channel,
+            "platform_id": arrival.platform_id,
+            "sender": arrival.sender,
+            "attachments": refs,
+            "received_at": now,
+        }
         if person is None:
             return self._hold(arrival, text, base, now, limits)
         since = now - timedelta(minutes=1)
@@ -138,51 +148,65 @@ class ChannelManager:
                 identity.private_conversation = arrival.conversation
         lines = [text] + self._attachment_lines(person, arrival, limits, now)
         spoken = any(a.get("transcribed") for a in arrival.attachments)
-        note_id = self._note(person, arrival.channel, "\n".join(line for line in lines if line), now, spoken=spoken,
-                             kind=limits.kind)
+        note_id = self._note(
+            person, arrival.channel, "\n".join(line for line in lines if line), now, spoken=spoken, kind=limits.kind
+        )
         row.note_id = note_id
         return Received("noted", note_id=note_id, person_id=person.id)
 
     def _set_aside(self, arrival: Arrival, reason: str, now: datetime) -> Received:
         arrival = _bounded(arrival)
-        row = self.repos.channels.record_incoming(channel=arrival.channel, platform_id=arrival.platform_id,
-                                                  sender=arrival.sender, attachments=[], received_at=now,
-                                                  state="quarantined", reason=reason[:1000])
+        row = self.repos.channels.record_incoming(
+            channel=arrival.channel,
+            platform_id=arrival.platform_id,
+            sender=arrival.sender,
+            attachments=[],
+            received_at=now,
+            state="quarantined",
+            reason=reason[:1000],
+        )
         if row is None:
             return Received("repeat")
-        log.warning("channel %s: a message (%s) from %r was set aside: %s", arrival.channel, arrival.platform_id,
-                    arrival.sender, reason)
+        log.warning(
+            "channel %s: a message (%s) from %r was set aside: %s",
+            arrival.channel,
+            arrival.platform_id,
+            arrival.sender,
+            reason,
+        )
         return Received("quarantined", reason=reason)
 
-    def _hold(self, arrival: Arrival, text: str, base: dict[str, Any], now: datetime,
-              limits: ChannelEntry) -> Received:
+    def _hold(self, arrival: Arrival, text: str, base: dict[str, Any], now: datetime, limits: ChannelEntry) -> Received:
         repos = self.repos
         request = repos.people.contact_request_of(arrival.channel, arrival.sender)
         if request is not None and request.status == "refused":
-            repos.channels.record_incoming(**base, state="dropped", reason="refused contact",
-                                           contact_request_id=request.id)
+            repos.channels.record_incoming(
+                **base, state="dropped", reason="refused contact", contact_request_id=request.id
+            )
             return Received("dropped", contact_request_id=request.id, reason="refused contact")
         if request is None and repos.people.pending_count(arrival.channel) >= limits.max_contact_requests:
-            return self._over_cap(base, None, f"over the cap of {limits.max_contact_requests} waiting contact "
-                                              "requests")
+            return self._over_cap(base, None, f"over the cap of {limits.max_contact_requests} waiting contact requests")
         if request is not None and request.status == "pending":
             if repos.channels.held_count(arrival.channel, request.id) >= limits.max_held_per_sender:
-                return self._over_cap(base, request, f"over the cap of {limits.max_held_per_sender} held "
-                                                     "messages per sender")
+                return self._over_cap(
+                    base, request, f"over the cap of {limits.max_held_per_sender} held messages per sender"
+                )
         if repos.channels.held_count(arrival.channel) >= limits.max_held_total:
             return self._over_cap(base, request, f"over the cap of {limits.max_held_total} held messages")
         new = request is None
         if request is None:
-            request = repos.people.add_contact_request(arrival.channel, arrival.sender,
-                                                       arrival.sender_name[:200], arrival.conversation, now)
+            request = repos.people.add_contact_request(
+                arrival.channel, arrival.sender, arrival.sender_name[:200], arrival.conversation, now
+            )
         elif request.status == "accepted":  # an unverified mail from a known address: the owner decides again
             request.status, request.decided_at, request.decided_by = "pending", None, None
         reason = ""
         if arrival.unverified:
             request.warning = self._claim(arrival)[:1000]
             reason = f"unverified: {arrival.unverified}"[:1000]
-        row = repos.channels.record_incoming(**base, state="held", contact_request_id=request.id, held_text=text,
-                                             reason=reason)
+        row = repos.channels.record_incoming(
+            **base, state="held", contact_request_id=request.id, held_text=text, reason=reason
+        )
         if row is None:
             return Received("repeat")
         request.messages = (request.messages or 0) + 1
@@ -197,8 +221,9 @@ class ChannelManager:
         channels = self.repos.channels
         request_id = request.id if request is not None else None
         before = channels.dropped_count(base["channel"], request_id, over_cap=True)
-        row = channels.record_incoming(**{**base, "attachments": []}, state="dropped", reason=reason,
-                                       contact_request_id=request_id)
+        row = channels.record_incoming(
+            **{**base, "attachments": []}, state="dropped", reason=reason, contact_request_id=request_id
+        )
         if row is None:
             return Received("repeat")
         if before == 0 or (before + 1) % 100 == 0:
@@ -212,20 +237,33 @@ class ChannelManager:
         owner = self.house.people.owner()
         language = owner.language or self._language()
         name = request.sender_name or request.address
-        text = notices.say(notices.CONTACT_REQUEST_CLAIM, language, name=request.address, channel=arrival.channel,
-                           why=arrival.unverified[:200]) if arrival.unverified else \
-            notices.say(notices.CONTACT_REQUEST, language, name=name, channel=arrival.channel)
+        text = (
+            notices.say(
+                notices.CONTACT_REQUEST_CLAIM,
+                language,
+                name=request.address,
+                channel=arrival.channel,
+                why=arrival.unverified[:200],
+            )
+            if arrival.unverified
+            else notices.say(notices.CONTACT_REQUEST, language, name=name, channel=arrival.channel)
+        )
         self.house.conversation.notify_owner(f"contact:{request.id}", text, now=now)
         settings = self.house.deps.settings
         if arrival.unverified or not settings.conversation.stranger_reply:
             return
         key = f"stranger:{request.id}"
         if self.repos.channels.by_key(key) is None:
-            self.repos.channels.enqueue(idempotency_key=key, channel=arrival.channel, person_id=None,
-                                        recipient=arrival.sender,
-                                        conversation=arrival.conversation if arrival.private else None,
-                                        text=notices.say(notices.STRANGER, i18n_of(arrival.text) or language),
-                                        state="queued", created_at=now)
+            self.repos.channels.enqueue(
+                idempotency_key=key,
+                channel=arrival.channel,
+                person_id=None,
+                recipient=arrival.sender,
+                conversation=arrival.conversation if arrival.private else None,
+                text=notices.say(notices.STRANGER, i18n_of(arrival.text) or language),
+                state="queued",
+                created_at=now,
+            )
 
     def _language(self) -> str | None:
         settings = self.house.deps.settings
@@ -245,13 +283,29 @@ class ChannelManager:
             candidate, n = f"{base} ({n})", n + 1
         return candidate
 
-    def _note(self, person: Person, channel: str, text: str, now: datetime, *, spoken: bool = False,
-              kind: str | None = None, extra_tags: Sequence[str] = ()) -> int:
+    def _note(
+        self,
+        person: Person,
+        channel: str,
+        text: str,
+        now: datetime,
+        *,
+        spoken: bool = False,
+        kind: str | None = None,
+        extra_tags: Sequence[str] = (),
+    ) -> int:
         """The one way in (managers/conversation.py): a note from them in their conversation, remembered."""
-        heard = self.house.conversation.hear(Words(
-            text, door=self.door_of(channel, kind), person_id=person.id, channel=channel,
-            priority=right(person.role, "priority"), tags=([VOICE_TAG] if spoken else []) + list(extra_tags),
-            at=now))
+        heard = self.house.conversation.hear(
+            Words(
+                text,
+                door=self.door_of(channel, kind),
+                person_id=person.id,
+                channel=channel,
+                priority=right(person.role, "priority"),
+                tags=([VOICE_TAG] if spoken else []) + list(extra_tags),
+                at=now,
+            )
+        )
         return heard.note_id
 
     def door_of(self, channel: str, kind: str | None = None) -> Door:
@@ -274,12 +328,16 @@ class ChannelManager:
                 if isinstance(data, bytes | bytearray) and size <= limits.max_attachment_bytes:
                     lines.append(self._document(person, arrival, index, name, bytes(data), now))
                     continue
-                lines.append(f"[attachment {name} ({mime or 'text'}, {size} bytes): over the channel's "
-                             f"{limits.max_attachment_bytes}-byte cap, kept by reference "
-                             f"{str(item.get('ref', ''))[:200]}]")
+                lines.append(
+                    f"[attachment {name} ({mime or 'text'}, {size} bytes): over the channel's "
+                    f"{limits.max_attachment_bytes}-byte cap, kept by reference "
+                    f"{str(item.get('ref', ''))[:200]}]"
+                )
                 continue
-            lines.append(f"[attachment {name} ({mime or 'unknown type'}, {size} bytes): kept by reference "
-                         f"{str(item.get('ref', ''))[:200]}]")
+            lines.append(
+                f"[attachment {name} ({mime or 'unknown type'}, {size} bytes): kept by reference "
+                f"{str(item.get('ref', ''))[:200]}]"
+            )
         return lines
 
     def _document(self, person: Person, arrival: Arrival, index: int, name: str, data: bytes, now: datetime) -> str:
@@ -296,16 +354,33 @@ class ChannelManager:
             path = memory.keep_document(name, data)
         except Exception as exc:  # noqa: BLE001 - an unreadable document stays a reference
             return f"[attachment {name}: not added to the knowledge base: {str(exc)[:120]}]"
-        args = {"document": name, "size": len(data), "from": source, "person_id": person.id,
-                "channel": arrival.channel, "message": arrival.platform_id, "path": str(path),
-                "excerpt": "" if data.startswith(b"%PDF") else " ".join(data.decode("utf-8", "replace").split())[:300]}
+        args = {
+            "document": name,
+            "size": len(data),
+            "from": source,
+            "person_id": person.id,
+            "channel": arrival.channel,
+            "message": arrival.platform_id,
+            "path": str(path),
+            "excerpt": "" if data.startswith(b"%PDF") else " ".join(data.decode("utf-8", "replace").split())[:300],
+        }
         approval, _ = self.house.consent.request(
-            cmd_key=f"document:{arrival.channel}:{arrival.platform_id}:{index}", cmd_id="", type=DOCUMENT_APPROVAL,
-            args=args, effect="modify_self", description=f"{person.name} sent {name} ({_size(len(data))}) — add "
-            "to the knowledge base?", reason=f"a document from {source} joins my knowledge base only with my "
-            "owner's consent", thread_id=MAIN_THREAD, root_thread=MAIN_THREAD, tick=0, now=now)
-        return (f"[attachment {name} ({_size(len(data))}): waits for my owner's consent to join my knowledge base "
-                f"(approval {approval.id})]")
+            cmd_key=f"document:{arrival.channel}:{arrival.platform_id}:{index}",
+            cmd_id="",
+            type=DOCUMENT_APPROVAL,
+            args=args,
+            effect="modify_self",
+            description=f"{person.name} sent {name} ({_size(len(data))}) — add to the knowledge base?",
+            reason=f"a document from {source} joins my knowledge base only with my owner's consent",
+            thread_id=MAIN_THREAD,
+            root_thread=MAIN_THREAD,
+            tick=0,
+            now=now,
+        )
+        return (
+            f"[attachment {name} ({_size(len(data))}): waits for my owner's consent to join my knowledge base "
+            f"(approval {approval.id})]"
+        )
 
     def release_held(self, request: ContactRequest, person: Person, *, vouched: bool = False) -> builtins.list[int]:
         """The accepted contact's held messages, as notes from them (in the order they came); their attachments as
@@ -315,9 +390,17 @@ class ChannelManager:
         for row in self.repos.channels.held(request.id):
             lines = [row.held_text or ""] + [
                 f"[attachment {a.get('name', 'file')} ({a.get('mime') or 'unknown type'}, {a.get('size', 0)} bytes): "
-                f"kept by reference {str(a.get('ref', ''))[:200]}]" for a in row.attachments or [] if isinstance(a, dict)]
-            note_id = self._note(person, row.channel, "\n".join(line for line in lines if line), row.received_at,
-                                 extra_tags=["vouched"] if vouched else [])
+                f"kept by reference {str(a.get('ref', ''))[:200]}]"
+                for a in row.attachments or []
+                if isinstance(a, dict)
+            ]
+            note_id = self._note(
+                person,
+                row.channel,
+                "\n".join(line for line in lines if line),
+                row.received_at,
+                extra_tags=["vouched"] if vouched else [],
+            )
             row.state, row.note_id, row.person_id, row.held_text = "noted", note_id, person.id, None
             ids.append(note_id)
         return ids
@@ -355,8 +438,14 @@ class ChannelManager:
             if answered is None:
                 return self.house.people.get(audience.person_id), False, True
         elif to == "user":
-            answered = next((n for n in reversed(notes.list(limit=RECENT_NOTES, include_hidden=False))
-                             if n.source in HUMAN_SOURCES), None)
+            answered = next(
+                (
+                    n
+                    for n in reversed(notes.list(limit=RECENT_NOTES, include_hidden=False))
+                    if n.source in HUMAN_SOURCES
+                ),
+                None,
+            )
         if answered is not None and answered.author_id is not None:
             person = self.house.people.get(answered.author_id)
         else:
@@ -365,11 +454,19 @@ class ChannelManager:
             answered = notes.last_from(person.id, source=NoteSource.HUMAN_CHANNEL)
         if answered is None:
             return person, False, True
-        created = answered.created_at if answered.created_at.tzinfo else answered.created_at.replace(tzinfo=timezone.utc)
+        created = answered.created_at if answered.created_at.tzinfo else answered.created_at.replace(tzinfo=UTC)
         return person, now - created <= PROMPTED_WITHIN, answered.source == NoteSource.HUMAN_CHANNEL
 
-    def send(self, person: Person, text: str, *, now: datetime, note_id: int | None = None,
-             unprompted: bool = False, key: str | None = None) -> ChannelOutbox | None:
+    def send(
+        self,
+        person: Person,
+        text: str,
+        *,
+        now: datetime,
+        note_id: int | None = None,
+        unprompted: bool = False,
+        key: str | None = None,
+    ) -> ChannelOutbox | None:
         """Queue `text` for `person` where they are reached (people.reach), in a conversation only they read (the
         module doc); None: they have no channel (the web page shows the outgoing note). Unprompted, it waits past
         their quiet hours. `key`: the idempotency key (default: a new one)."""
@@ -377,10 +474,18 @@ class ChannelManager:
         if identity is None:
             return None
         not_before = self._after_quiet(person, now) if unprompted else None
-        return self.repos.channels.enqueue(idempotency_key=key or uuid.uuid4().hex, channel=identity.channel,
-                                           person_id=person.id, recipient=identity.address,
-                                           conversation=identity.private_conversation, text=text, state="queued",
-                                           note_id=note_id, not_before=not_before, created_at=now)
+        return self.repos.channels.enqueue(
+            idempotency_key=key or uuid.uuid4().hex,
+            channel=identity.channel,
+            person_id=person.id,
+            recipient=identity.address,
+            conversation=identity.private_conversation,
+            text=text,
+            state="queued",
+            note_id=note_id,
+            not_before=not_before,
+            created_at=now,
+        )
 
     def _after_quiet(self, person: Person, now: datetime) -> datetime | None:
         if not self.house.people.quiet_now(person, now):
@@ -409,8 +514,11 @@ class ChannelManager:
         row = self.repos.channels.outbox_row(row_id)
         if row is None:
             return None
-        last = self.repos.notes.last_from(row.person_id, source=NoteSource.HUMAN_CHANNEL, before_id=row.note_id) \
-            if row.person_id is not None else None
+        last = (
+            self.repos.notes.last_from(row.person_id, source=NoteSource.HUMAN_CHANNEL, before_id=row.note_id)
+            if row.person_id is not None
+            else None
+        )
         spoken_to = last is not None and VOICE_TAG in (last.tags or [])
         return self.house.speech.reply_for_channel(row.text, spoken_to=spoken_to)
 
@@ -425,8 +533,10 @@ class ChannelManager:
         """A resend the platform could not rule out as a second copy (it keeps no key): the row says so."""
         row = self.repos.channels.outbox_row(row_id)
         if row is not None:
-            row.last_error = (f"{POSSIBLE_DUPLICATE}: an earlier attempt (of {row.attempts}) was cut off after it "
-                              "began and the platform cannot say whether it arrived; sent again under the same key")
+            row.last_error = (
+                f"{POSSIBLE_DUPLICATE}: an earlier attempt (of {row.attempts}) was cut off after it "
+                "began and the platform cannot say whether it arrived; sent again under the same key"
+            )
 
     def mark_failed(self, row_id: int, error: str) -> None:
         """The channel refused the message for good; the owner is told (once), unless it was to them."""
@@ -438,9 +548,13 @@ class ChannelManager:
         if row.person_id == owner.id:
             return
         person = self.repos.people.get(row.person_id) if row.person_id is not None else None
-        text = notices.say(notices.REFUSED, owner.language or self._language(),
-                           name=person.name if person is not None else row.recipient, channel=row.channel,
-                           error=error[:300])
+        text = notices.say(
+            notices.REFUSED,
+            owner.language or self._language(),
+            name=person.name if person is not None else row.recipient,
+            channel=row.channel,
+            error=error[:300],
+        )
         self.house.conversation.notify_owner(f"refused:{row_id}", text)
 
     def note_error(self, row_id: int, error: str) -> None:
@@ -460,8 +574,9 @@ class ChannelManager:
     def store_cursor(self, channel: str, cursor: str | None) -> None:
         self.repos.channels.store_cursor(channel, cursor)
 
-    def set_status(self, channel: str, state: str, *, error: str | None = None,
-                   retry_at: datetime | None = None) -> None:
+    def set_status(
+        self, channel: str, state: str, *, error: str | None = None, retry_at: datetime | None = None
+    ) -> None:
         self.repos.channels.set_status(channel, state, error=(error or None) and error[:500], retry_at=retry_at)
 
     def states(self, configured: Sequence[str] = ()) -> builtins.list[dict[str, Any]]:
@@ -471,10 +586,15 @@ class ChannelManager:
         out = []
         for name in sorted(set(rows) | set(configured)):
             row = rows.get(name)
-            out.append({"channel": name, "state": row.state if row else "stopped",
-                        "last_error": row.last_error if row else None,
-                        "retry_at": row.retry_at.isoformat() if row and row.retry_at else None,
-                        "outbox_depth": self.repos.channels.depth(name)})
+            out.append(
+                {
+                    "channel": name,
+                    "state": row.state if row else "stopped",
+                    "last_error": row.last_error if row else None,
+                    "retry_at": row.retry_at.isoformat() if row and row.retry_at else None,
+                    "outbox_depth": self.repos.channels.depth(name),
+                }
+            )
         return out
 
 
@@ -487,8 +607,13 @@ def _bounded_id(value: str) -> str:
 
 
 def _bounded(arrival: Arrival) -> Arrival:
-    fitted = replace(arrival, platform_id=_bounded_id(arrival.platform_id), sender=_bounded_id(arrival.sender),
-                     conversation=_bounded_id(arrival.conversation), sender_name=arrival.sender_name[:200])
+    fitted = replace(
+        arrival,
+        platform_id=_bounded_id(arrival.platform_id),
+        sender=_bounded_id(arrival.sender),
+        conversation=_bounded_id(arrival.conversation),
+        sender_name=arrival.sender_name[:200],
+    )
     return arrival if fitted == arrival else fitted
 
 
@@ -500,8 +625,13 @@ def i18n_of(text: str) -> str | None:
 
 
 def _size(size: int) -> str:
-    return f"{size} bytes" if size < 1024 else f"{size / 1024:.0f} KB" if size < 1024 * 1024 else \
-        f"{size / (1024 * 1024):.1f} MB"
+    return (
+        f"{size} bytes"
+        if size < 1024
+        else f"{size / 1024:.0f} KB"
+        if size < 1024 * 1024
+        else f"{size / (1024 * 1024):.1f} MB"
+    )
 
 
 __all__ = ["Arrival", "ChannelManager", "Received"]

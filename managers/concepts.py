@@ -34,9 +34,14 @@ class ConceptManager:
         """The concept, restored if it was archived (the process log says so on `thread_id`), marked used now."""
         concept = self.repos.concepts.resolve(ref)
         if concept.status == "archived":
-            self.house.memory.bring_back("concept", concept.id, by="memory.restore", thread_id=thread_id,
-                                         message=f"concept {concept.id} '{concept.name}' restored on use",
-                                         status="close")
+            self.house.memory.bring_back(
+                "concept",
+                concept.id,
+                by="memory.restore",
+                thread_id=thread_id,
+                message=f"concept {concept.id} '{concept.name}' restored on use",
+                status="close",
+            )
         self.house.memory.touch("concept", concept.id)
         return concept
 
@@ -44,17 +49,34 @@ class ConceptManager:
         """Every concept's name by id (archived ones too)."""
         return {c.id: c.name for c in self.repos.concepts.list(limit=ALL_CONCEPTS, include_archived=True)}
 
-    def update(self, ref: int | str, *, name: str | None = None, description: str | None = None,
-               tags: builtins.list[str] | None = None, weight: float | None = None, pinned: bool | None = None) -> Concept:
+    def update(
+        self,
+        ref: int | str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        tags: builtins.list[str] | None = None,
+        weight: float | None = None,
+        pinned: bool | None = None,
+    ) -> Concept:
         """Change what is given (None: unchanged)."""
         concept = self.repos.concepts.resolve(ref)
-        return self.repos.concepts.update(concept.id, name=name, description=description, tags=tags, weight=weight,
-                                          pinned=pinned)
+        return self.repos.concepts.update(
+            concept.id, name=name, description=description, tags=tags, weight=weight, pinned=pinned
+        )
 
     # ---- links ---------------------------------------------------------------------------------------------------
 
-    def link(self, source: int | str, target: int | str, relation: str = "related_to", *, weight: float = 1.0,
-             tags: Iterable[str] = (), thread_id: str) -> tuple[ConceptLink, Concept, Concept]:
+    def link(
+        self,
+        source: int | str,
+        target: int | str,
+        relation: str = "related_to",
+        *,
+        weight: float = 1.0,
+        tags: Iterable[str] = (),
+        thread_id: str,
+    ) -> tuple[ConceptLink, Concept, Concept]:
         """A link between two concepts (each used, so restored if archived)."""
         first = self.use(source, thread_id=thread_id)
         second = self.use(target, thread_id=thread_id)
@@ -67,8 +89,14 @@ class ConceptManager:
     def get_link(self, link_id: int) -> ConceptLink:
         return self.repos.links.get(link_id)
 
-    def update_link(self, link_id: int, *, relation: str | None = None, weight: float | None = None,
-                    tags: builtins.list[str] | None = None) -> ConceptLink:
+    def update_link(
+        self,
+        link_id: int,
+        *,
+        relation: str | None = None,
+        weight: float | None = None,
+        tags: builtins.list[str] | None = None,
+    ) -> ConceptLink:
         return self.repos.links.update(link_id, relation=relation, weight=weight, tags=tags)
 
 

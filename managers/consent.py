@@ -103,43 +103,78 @@ class ConsentManager:
 
     # -- the gate ----------------------------------------------------------------------------------------------------
 
-    def decide(self, asked: Asked, validation: dict[str, Any], untrusted: list[provenance.Source] | None = None,
-               stranger: str | None = None) -> Verdict:
+    def decide(
+        self,
+        asked: Asked,
+        validation: dict[str, Any],
+        untrusted: list[provenance.Source] | None = None,
+        stranger: str | None = None,
+    ) -> Verdict:
         """`untrusted`: where the untrusted text in the asking tick's prompt came from (TickState.untrusted);
         `stranger`: for a command that speaks as the persona (`spec.relay`), whom it speaks to when that is nobody who
         wrote in the tick (s12 knows the tick's authors), else None."""
         effect = asked.effect
         if validation.get("violation"):
-            return Verdict("block", effect, "ethics", f"the validators rated this output {validation.get('rating')}: "
-                                                      "an ethics violation; its commands do not run",
-                           ethics=validation.get("ethics"))
-        if validation.get("ethics"):  # a violation under `log_only`, or any rated thought under `audit_json.record: all`:
+            return Verdict(
+                "block",
+                effect,
+                "ethics",
+                f"the validators rated this output {validation.get('rating')}: "
+                "an ethics violation; its commands do not run",
+                ethics=validation.get("ethics"),
+            )
+        if validation.get(
+            "ethics"
+        ):  # a violation under `log_only`, or any rated thought under `audit_json.record: all`:
             # the commands go to the usual gate, and each audit entry keeps the ethics model
             return replace(self._gate(asked, validation, untrusted, stranger), ethics=validation["ethics"])
         return self._gate(asked, validation, untrusted, stranger)
 
-    def _gate(self, asked: Asked, validation: dict[str, Any], untrusted: list[provenance.Source] | None,
-              stranger: str | None) -> Verdict:
+    def _gate(
+        self, asked: Asked, validation: dict[str, Any], untrusted: list[provenance.Source] | None, stranger: str | None
+    ) -> Verdict:
         effect, settings = asked.effect, self.house.deps.settings
         read = f" (this tick read untrusted text: {provenance.describe(untrusted)[:600]})" if untrusted else ""
         if asked.owner_only:
-            return Verdict("park", effect, "owner_only", f"{asked.owner_only}: my owner alone decides it, never the "
-                                                         f"validators or a standing approval{read}", list(untrusted or []))
+            return Verdict(
+                "park",
+                effect,
+                "owner_only",
+                f"{asked.owner_only}: my owner alone decides it, never the validators or a standing approval{read}",
+                list(untrusted or []),
+            )
         if asked.prompt_tier and untrusted:
-            return Verdict("park", effect, "provenance",
-                           f"it writes my {asked.prompt_tier}, which is in every prompt, from a tick that read untrusted "
-                           f"text ({provenance.describe(untrusted)[:600]}); my owner decides", list(untrusted))
+            return Verdict(
+                "park",
+                effect,
+                "provenance",
+                f"it writes my {asked.prompt_tier}, which is in every prompt, from a tick that read untrusted "
+                f"text ({provenance.describe(untrusted)[:600]}); my owner decides",
+                list(untrusted),
+            )
         if stranger is not None and untrusted:
-            return Verdict("park", effect, "provenance",
-                           f"it speaks as me to {stranger}, who wrote none of what this tick read, prompted by untrusted "
-                           f"text ({provenance.describe(untrusted)[:600]}); a message to a third person prompted by "
-                           "someone else's text is my owner's decision", list(untrusted))
+            return Verdict(
+                "park",
+                effect,
+                "provenance",
+                f"it speaks as me to {stranger}, who wrote none of what this tick read, prompted by untrusted "
+                f"text ({provenance.describe(untrusted)[:600]}); a message to a third person prompted by "
+                "someone else's text is my owner's decision",
+                list(untrusted),
+            )
         privileged = effect in PRIVILEGED
-        guests = sorted({s["ref"] for s in untrusted or [] if s.get("role") and not right(s["role"], "asks_privileged")})
+        guests = sorted(
+            {s["ref"] for s in untrusted or [] if s.get("role") and not right(s["role"], "asks_privileged")}
+        )
         if privileged and guests:  # a guest may ask; what reaches outside or changes me is then my owner's decision
-            return Verdict("park", effect, "guest",
-                           f"{effect} from a tick that holds a guest's words ({'; '.join(guests)[:600]}): a guest may "
-                           "ask, my owner decides", list(untrusted or []))
+            return Verdict(
+                "park",
+                effect,
+                "guest",
+                f"{effect} from a tick that holds a guest's words ({'; '.join(guests)[:600]}): a guest may "
+                "ask, my owner decides",
+                list(untrusted or []),
+            )
         if privileged and asked.type in settings.consent.auto_approve:
             return Verdict("run", effect, "policy", f"{asked.type} is approved in advance (consent.auto_approve)")
         if validation.get("auto_pass"):
@@ -151,43 +186,116 @@ class ConsentManager:
         if rating is not None and rating >= needed:
             return Verdict("run", effect, "validators", f"rating {rating:+g} ≥ {needed:+g}")
         why = validation.get("skipped") or f"validation rating {rating} below {needed:+g}" + (
-            f" ({validation.get('stricter')})" if strict_by else "")
-        return Verdict("block", effect, "validators", f"{why}" + (" (modify_self/external need consensus)" if privileged
-                                                                  else ""))
+            f" ({validation.get('stricter')})" if strict_by else ""
+        )
+        return Verdict(
+            "block", effect, "validators", f"{why}" + (" (modify_self/external need consensus)" if privileged else "")
+        )
 
-    def audit(self, verdict: Verdict, *, type: str, cmd_key: str, thread_id: str, tick: int, now: datetime,
-              decision: str) -> None:
+    def audit(
+        self, verdict: Verdict, *, type: str, cmd_key: str, thread_id: str, tick: int, now: datetime, decision: str
+    ) -> None:
         """Decisions about privileged commands, every refusal and every command of a tick with an ethics decision
         are kept in the audit log (the latter with the ethics model they were decided under)."""
         if verdict.effect in PRIVILEGED or decision in ("blocked", "refused") or verdict.ethics:
-            self.record(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=type, effect=verdict.effect,
-                        decision=decision, actor=verdict.actor, reason=verdict.reason, now=now, ethics=verdict.ethics)
+            self.record(
+                thread_id=thread_id,
+                tick=tick,
+                cmd_key=cmd_key,
+                type=type,
+                effect=verdict.effect,
+                decision=decision,
+                actor=verdict.actor,
+                reason=verdict.reason,
+                now=now,
+                ethics=verdict.ethics,
+            )
 
-    def park(self, verdict: Verdict, *, cmd_key: str, cmd_id: str, type: str, args: dict[str, Any], description: str,
-             thread_id: str, root_thread: str, tick: int, now: datetime) -> tuple[Approval, bool]:
+    def park(
+        self,
+        verdict: Verdict,
+        *,
+        cmd_key: str,
+        cmd_id: str,
+        type: str,
+        args: dict[str, Any],
+        description: str,
+        thread_id: str,
+        root_thread: str,
+        tick: int,
+        now: datetime,
+    ) -> tuple[Approval, bool]:
         """The pending approval for a command the gate parked (an identical pending request is reused); (row, newly
         created) — the owner is told as the settings say."""
-        return self.request(cmd_key=cmd_key, cmd_id=cmd_id, type=type, args=args, effect=verdict.effect,
-                            description=description, reason=verdict.reason, thread_id=thread_id,
-                            root_thread=root_thread, tick=tick, now=now, provenance=verdict.sources)
+        return self.request(
+            cmd_key=cmd_key,
+            cmd_id=cmd_id,
+            type=type,
+            args=args,
+            effect=verdict.effect,
+            description=description,
+            reason=verdict.reason,
+            thread_id=thread_id,
+            root_thread=root_thread,
+            tick=tick,
+            now=now,
+            provenance=verdict.sources,
+        )
 
     # -- what the gate decided -------------------------------------------------------------------------------------
 
-    def request(self, *, cmd_key: str, cmd_id: str, type: str, args: dict[str, Any], effect: str, description: str,
-                reason: str, thread_id: str, root_thread: str, tick: int, now: datetime,
-                provenance: Sequence[Any] = ()) -> tuple[Approval, bool]:
+    def request(
+        self,
+        *,
+        cmd_key: str,
+        cmd_id: str,
+        type: str,
+        args: dict[str, Any],
+        effect: str,
+        description: str,
+        reason: str,
+        thread_id: str,
+        root_thread: str,
+        tick: int,
+        now: datetime,
+        provenance: Sequence[Any] = (),
+    ) -> tuple[Approval, bool]:
         """The pending approval for a command (an identical pending request is reused); (row, newly created). A new
         one is audited and told in the process log."""
         repos = self.repos
         row, created = repos.approvals.request(
-            cmd_key=cmd_key, cmd_id=cmd_id, type=type, args=args, effect=effect, description=description,
-            reason=reason, thread_id=thread_id, root_thread=root_thread, tick=tick, created_at=now,
-            provenance=list(provenance))
+            cmd_key=cmd_key,
+            cmd_id=cmd_id,
+            type=type,
+            args=args,
+            effect=effect,
+            description=description,
+            reason=reason,
+            thread_id=thread_id,
+            root_thread=root_thread,
+            tick=tick,
+            created_at=now,
+            provenance=list(provenance),
+        )
         if created:
-            repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=type, effect=effect,
-                            decision="requested", actor="loop", reason=reason, approval_id=row.id, created_at=now)
-            repos.processes.add("approval.requested", f"{type} waits for my human's approval (approval {row.id}): "
-                                f"{reason}", status="close", thread_id=thread_id)
+            repos.audit.add(
+                thread_id=thread_id,
+                tick=tick,
+                cmd_key=cmd_key,
+                type=type,
+                effect=effect,
+                decision="requested",
+                actor="loop",
+                reason=reason,
+                approval_id=row.id,
+                created_at=now,
+            )
+            repos.processes.add(
+                "approval.requested",
+                f"{type} waits for my human's approval (approval {row.id}): {reason}",
+                status="close",
+                thread_id=thread_id,
+            )
             self._tell_owner(row, now)
         return row, created
 
@@ -201,16 +309,39 @@ class ConsentManager:
         text = notices.say(notices.APPROVAL, language, command=row.type, id=row.id, reason=(row.reason or "")[:300])
         self.house.conversation.notify_owner(f"approval:{row.id}", text, now=now)
 
-    def record(self, *, thread_id: str, tick: int, cmd_key: str, type: str, effect: str, decision: str, actor: str,
-               reason: str, now: datetime, ethics: dict[str, Any] | None = None) -> AuditEntry:
+    def record(
+        self,
+        *,
+        thread_id: str,
+        tick: int,
+        cmd_key: str,
+        type: str,
+        effect: str,
+        decision: str,
+        actor: str,
+        reason: str,
+        now: datetime,
+        ethics: dict[str, Any] | None = None,
+    ) -> AuditEntry:
         """One decision in the audit log (`ethics`: the ethics model an ethics decision was taken under)."""
-        return self.repos.audit.add(thread_id=thread_id, tick=tick, cmd_key=cmd_key, type=type, effect=effect,
-                                    decision=decision, actor=actor, reason=reason, created_at=now, ethics=ethics)
+        return self.repos.audit.add(
+            thread_id=thread_id,
+            tick=tick,
+            cmd_key=cmd_key,
+            type=type,
+            effect=effect,
+            decision=decision,
+            actor=actor,
+            reason=reason,
+            created_at=now,
+            ethics=ethics,
+        )
 
     # -- the human's side ----------------------------------------------------------------------------------------
 
-    def answer(self, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime,
-               by_person: int | None = None) -> Approval:
+    def answer(
+        self, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime, by_person: int | None = None
+    ) -> Approval:
         """Approve or deny a pending approval; a denial reaches the persona's next prompt with its reason.
         ApprovalError when there is no such approval or it was decided already, or when `by_person` (someone
         answering over a channel) is not an owner — only an owner answers approvals (None: the operator's own
@@ -225,17 +356,29 @@ class ConsentManager:
             repos.approvals.decide(approval_id, "approved" if approve else "denied", by, reason, now)
         except ValueError as exc:
             raise ApprovalError(str(exc)) from None
-        repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
-                        decision="approved" if approve else "denied", actor="human",
-                        reason=f"{by}: {reason}" if reason else by,
-                        approval_id=row.id, created_at=now)
+        repos.audit.add(
+            thread_id=row.thread_id,
+            tick=row.tick,
+            cmd_key=row.cmd_key,
+            type=row.type,
+            effect=row.effect,
+            decision="approved" if approve else "denied",
+            actor="human",
+            reason=f"{by}: {reason}" if reason else by,
+            approval_id=row.id,
+            created_at=now,
+        )
         if row.type == DOCUMENT_APPROVAL:
             self._settle_document(row, approve=approve, reason=reason, now=now)
             return row
         if not approve:
             because = f": {reason}" if reason else " (no reason given)"
-            repos.processes.add("approval.denied", f"my human denied {row.type} {canonical_args(row.args)[:200]} "
-                                f"(approval {row.id}){because}", status="error", thread_id=row.thread_id)
+            repos.processes.add(
+                "approval.denied",
+                f"my human denied {row.type} {canonical_args(row.args)[:200]} (approval {row.id}){because}",
+                status="error",
+                thread_id=row.thread_id,
+            )
             repos.commands.set_status(row.cmd_key, "denied", f"denied by my human{because}")
         return row
 
@@ -246,13 +389,21 @@ class ConsentManager:
         consent gate); refused, its kept bytes are deleted and the note keeps the reference. The persona reads
         either in its process log."""
         repos, args = self.repos, dict(row.args or {})
-        name, source, path = str(args.get("document", "document")), str(args.get("from", "")), Path(str(args.get("path")))
+        name, source, path = (
+            str(args.get("document", "document")),
+            str(args.get("from", "")),
+            Path(str(args.get("path"))),
+        )
         if not approve:
             self.house.memory.drop_kept_document(path)
             because = f": {reason}" if reason else ""
-            repos.processes.add("document.refused", f"my owner kept {name} from {source} out of my knowledge base "
-                                f"(approval {row.id}){because}; it stays a reference", status="close",
-                                thread_id=row.thread_id)
+            repos.processes.add(
+                "document.refused",
+                f"my owner kept {name} from {source} out of my knowledge base "
+                f"(approval {row.id}){because}; it stays a reference",
+                status="close",
+                thread_id=row.thread_id,
+            )
             return
         author = source.split(" (", 1)[0]
         try:
@@ -262,19 +413,40 @@ class ConsentManager:
         except (OSError, ValueError) as exc:
             message = f"{name} could not be added: {exc}"
             repos.approvals.mark_failed(row.id, message[:2000], now)
-            repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type,
-                            effect=row.effect, decision="failed", actor="loop", reason=message[:2000],
-                            approval_id=row.id, created_at=now)
+            repos.audit.add(
+                thread_id=row.thread_id,
+                tick=row.tick,
+                cmd_key=row.cmd_key,
+                type=row.type,
+                effect=row.effect,
+                decision="failed",
+                actor="loop",
+                reason=message[:2000],
+                approval_id=row.id,
+                created_at=now,
+            )
             repos.processes.add("document.failed", message[:2000], status="error", thread_id=row.thread_id)
             return
-        result = (upload.skipped or f"{name} from {source} added to my knowledge base (doc {upload.doc_id}, "
-                  f"{upload.chunks} chunks)")
+        result = (
+            upload.skipped
+            or f"{name} from {source} added to my knowledge base (doc {upload.doc_id}, {upload.chunks} chunks)"
+        )
         repos.approvals.mark_executed(row.id, result, now)
-        repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=row.cmd_key, type=row.type, effect=row.effect,
-                        decision="executed", actor="human", reason=f"approval {row.id}", approval_id=row.id,
-                        created_at=now)
-        repos.processes.add("document.added", f"my owner approved: {result} (approval {row.id})", status="ok",
-                            thread_id=row.thread_id)
+        repos.audit.add(
+            thread_id=row.thread_id,
+            tick=row.tick,
+            cmd_key=row.cmd_key,
+            type=row.type,
+            effect=row.effect,
+            decision="executed",
+            actor="human",
+            reason=f"approval {row.id}",
+            approval_id=row.id,
+            created_at=now,
+        )
+        repos.processes.add(
+            "document.added", f"my owner approved: {result} (approval {row.id})", status="ok", thread_id=row.thread_id
+        )
 
     # -- rows written from untrusted text ----------------------------------------------------------------------------
 
@@ -296,8 +468,7 @@ class ConsentManager:
         """The sources of the rows among (tier, ref) keys that were written from untrusted text."""
         return self.repos.taints.of_keys(keys)
 
-    def trust(self, taint_id: int, *, by: str, reason: str = "", now: datetime,
-              by_person: int | None = None) -> Taint:
+    def trust(self, taint_id: int, *, by: str, reason: str = "", now: datetime, by_person: int | None = None) -> Taint:
         """The owner trusts a row written from untrusted text: it is shown as the persona's own from the next tick
         and gates nothing; kept in the audit log. ApprovalError when there is no such taint, it was trusted already,
         or `by_person` (someone over a channel) is not an owner."""
@@ -310,11 +481,20 @@ class ConsentManager:
             raise ApprovalError(f"{row.tier} {row.ref} was trusted already (by {row.cleared_by})")
         derived = self.repos.taints.clear_derived(row.tier, row.ref, by=by, now=now)
         from_where = "; ".join(f"{s.get('origin')} {s.get('ref')}" for s in row.sources or [])
-        self.repos.audit.add(thread_id=row.thread_id, tick=row.tick, cmd_key=f"taint:{row.id}", type=TRUST,
-                             effect="write_self", decision="trusted", actor="human",
-                             reason=f"{row.tier} {row.ref} (from {from_where[:400]}"
-                                    + (f"; and {derived} row(s) written only through it" if derived else "")
-                                    + f"): {by}" + (f": {reason}" if reason else ""), created_at=now)
+        self.repos.audit.add(
+            thread_id=row.thread_id,
+            tick=row.tick,
+            cmd_key=f"taint:{row.id}",
+            type=TRUST,
+            effect="write_self",
+            decision="trusted",
+            actor="human",
+            reason=f"{row.tier} {row.ref} (from {from_where[:400]}"
+            + (f"; and {derived} row(s) written only through it" if derived else "")
+            + f"): {by}"
+            + (f": {reason}" if reason else ""),
+            created_at=now,
+        )
         return row
 
     def get(self, approval_id: int) -> Approval | None:
@@ -343,4 +523,3 @@ class ConsentManager:
 
     def audit_of(self, approval_id: int) -> list[AuditEntry]:
         return list(self.repos.audit.for_approval(approval_id))
-

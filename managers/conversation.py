@@ -166,12 +166,25 @@ class ConversationManager:
             role = Role(person.role)
         tags = list(dict.fromkeys([*self._door_tags(door, words, role), *words.tags]))
         now = as_utc(words.at) if words.at is not None else self.house.deps.clock()
-        note = self.repos.notes.add(text, source=source, priority=words.priority, tags=tags,
-                                    thread_id=words.thread_id, created_at=now,
-                                    author_id=person.id if person is not None else None,
-                                    person_id=person.id if person is not None else None, door=door.value)
-        remembered = self._remember(note, person.name if person is not None else str(words.peer), role,
-                                    person.id if person is not None else None, words.peer, origin=self._origin(door, role))
+        note = self.repos.notes.add(
+            text,
+            source=source,
+            priority=words.priority,
+            tags=tags,
+            thread_id=words.thread_id,
+            created_at=now,
+            author_id=person.id if person is not None else None,
+            person_id=person.id if person is not None else None,
+            door=door.value,
+        )
+        remembered = self._remember(
+            note,
+            person.name if person is not None else str(words.peer),
+            role,
+            person.id if person is not None else None,
+            words.peer,
+            origin=self._origin(door, role),
+        )
         return Heard(note.id, note.person_id, words.peer, door, remembered)
 
     @staticmethod
@@ -192,8 +205,9 @@ class ConversationManager:
             return "mcp_client"
         return None if role == Role.OWNER else "channel"
 
-    def _remember(self, note: Note, author: str, role: Role, person_id: int | None, peer: str | None, *,
-                  origin: str | None = None) -> bool:
+    def _remember(
+        self, note: Note, author: str, role: Role, person_id: int | None, peer: str | None, *, origin: str | None = None
+    ) -> bool:
         settings = self.house.deps.settings
         if role.value not in settings.conversation.remember:
             return False
@@ -201,9 +215,17 @@ class ConversationManager:
         meta: dict[str, Any] = {"door": note.door, "note": note.id}
         if origin:
             meta["origin"] = origin
-        record_turn(self.repos, ref=f"note:{note.id}", text=note.text, author=author, episode=f"conversation:{tag}",
-                    thread_id=note.thread_id, tags=[tag, *[t for t in note.tags or [] if isinstance(t, str)]],
-                    created_at=note.created_at, meta=meta)
+        record_turn(
+            self.repos,
+            ref=f"note:{note.id}",
+            text=note.text,
+            author=author,
+            episode=f"conversation:{tag}",
+            thread_id=note.thread_id,
+            tags=[tag, *[t for t in note.tags or [] if isinstance(t, str)]],
+            created_at=note.created_at,
+            meta=meta,
+        )
         return True
 
     def remember_unrecorded(self, notes: Sequence[Note]) -> int:
@@ -212,53 +234,98 @@ class ConversationManager:
         many did."""
         done = 0
         for note in notes:
-            if note.source not in (*HUMAN_SOURCES, NoteSource.PEER) or \
-                    self.repos.items.find("message", f"note:{note.id}") is not None:
+            if (
+                note.source not in (*HUMAN_SOURCES, NoteSource.PEER)
+                or self.repos.items.find("message", f"note:{note.id}") is not None
+            ):
                 continue
             audience = self.audience_of(note)
             if audience.role == Role.SELF:
                 continue
             door = _door(note) or Door.WEB
-            done += self._remember(note, audience.name, audience.role, audience.person_id, audience.peer,
-                                   origin=self._origin(door, audience.role))
+            done += self._remember(
+                note,
+                audience.name,
+                audience.role,
+                audience.person_id,
+                audience.peer,
+                origin=self._origin(door, audience.role),
+            )
         return done
 
     # -- out: what the persona says ----------------------------------------------------------------------------------
 
-    def tell(self, text: str, *, person: Person | None = None, peer: str | None = None, door: Door | None = None,
-             label: str | None = None, speaker: str = "", thread_id: str | None = None, llm_id: str | None = None,
-             now: datetime | None = None, tags: Sequence[str] = ()) -> Turn:
+    def tell(
+        self,
+        text: str,
+        *,
+        person: Person | None = None,
+        peer: str | None = None,
+        door: Door | None = None,
+        label: str | None = None,
+        speaker: str = "",
+        thread_id: str | None = None,
+        llm_id: str | None = None,
+        now: datetime | None = None,
+        tags: Sequence[str] = (),
+    ) -> Turn:
         """The persona's message to a person (or a peer), kept in their conversation as an outgoing note and
         remembered with `speaker` (the persona's name) as its author; the turn it is. `label`: the `to:` tag
         (default: the person's name, "user" for the owner as older notes have it)."""
         moment = now or self.house.deps.clock()
-        to = label or (peer if peer else ("user" if person is not None and person.role == Role.OWNER else
-                                          person.name if person is not None else "user"))
-        note = self.repos.notes.add(text, source=NoteSource.PERSONA, thread_id=thread_id, llm_id=llm_id, read=True,
-                                    tags=[OUTGOING, f"to:{to}", *tags], created_at=moment,
-                                    person_id=person.id if person is not None else None,
-                                    door=door.value if door is not None else None)
+        to = label or (
+            peer
+            if peer
+            else (
+                "user"
+                if person is not None and person.role == Role.OWNER
+                else person.name
+                if person is not None
+                else "user"
+            )
+        )
+        note = self.repos.notes.add(
+            text,
+            source=NoteSource.PERSONA,
+            thread_id=thread_id,
+            llm_id=llm_id,
+            read=True,
+            tags=[OUTGOING, f"to:{to}", *tags],
+            created_at=moment,
+            person_id=person.id if person is not None else None,
+            door=door.value if door is not None else None,
+        )
         settings = self.house.deps.settings
         me = speaker or settings.name or "I"
         if person is not None or peer:
-            self._remember(note, me, Role.SELF, person.id if person is not None else None,
-                           None if person is not None else peer)
+            self._remember(
+                note, me, Role.SELF, person.id if person is not None else None, None if person is not None else peer
+            )
         name = person.name if person is not None else peer or ""
         return self._turn(note, name, me, person.role if person is not None else Role.PEER.value)
 
     # -- conversations ---------------------------------------------------------------------------------------------
 
-    def turns(self, audience: Audience, *, limit: int = 12, before_id: int | None = None,
-              after_id: int | None = None) -> tuple[Turn, ...]:
+    def turns(
+        self, audience: Audience, *, limit: int = 12, before_id: int | None = None, after_id: int | None = None
+    ) -> tuple[Turn, ...]:
         """The conversation with `audience` (a person or a peer), oldest first: the newest `limit` turns (below
         `before_id`), or the first `limit` after `after_id`. The persona alone has none."""
         if audience.person_id is not None:
-            rows = self.repos.notes.conversation(audience.person_id, limit=limit, before_id=before_id,
-                                                 after_id=after_id, unaddressed=audience.role == Role.OWNER)
+            rows = self.repos.notes.conversation(
+                audience.person_id,
+                limit=limit,
+                before_id=before_id,
+                after_id=after_id,
+                unaddressed=audience.role == Role.OWNER,
+            )
             name = audience.name or self.house.people.get(audience.person_id).name
         elif audience.peer:
-            rows = [n for n in self.repos.notes.peer_conversation(audience.peer, limit=limit, before_id=before_id)
-                    if after_id is None or n.id > after_id]
+            rows = [
+                n
+                for n in self.repos.notes.peer_conversation(audience.peer, limit=limit, before_id=before_id)
+                if after_id is None or n.id > after_id
+            ]
             name = audience.peer
         else:
             return ()
@@ -271,13 +338,24 @@ class ConversationManager:
         mine = note.source == NoteSource.PERSONA
         door = _door(note)
         tags = tuple(t for t in note.tags or [] if isinstance(t, str))
-        peer = peer_of(note) or (next((t[3:] for t in tags if t.startswith("to:")), None)
-                                 if mine and note.person_id is None else None)
-        return Turn(note_id=note.id, mine=mine, author=me if mine else name, text=note.text, door=door,
-                    at=as_utc(note.created_at), read=bool(note.read), tags=tags, person_id=note.person_id,
-                    peer=None if note.person_id is not None or peer == "user" else peer, name=name,
-                    role=Role.PEER.value if peer and note.person_id is None and peer != "user" else role,
-                    llm_id=note.llm_id)
+        peer = peer_of(note) or (
+            next((t[3:] for t in tags if t.startswith("to:")), None) if mine and note.person_id is None else None
+        )
+        return Turn(
+            note_id=note.id,
+            mine=mine,
+            author=me if mine else name,
+            text=note.text,
+            door=door,
+            at=as_utc(note.created_at),
+            read=bool(note.read),
+            tags=tags,
+            person_id=note.person_id,
+            peer=None if note.person_id is not None or peer == "user" else peer,
+            name=name,
+            role=Role.PEER.value if peer and note.person_id is None and peer != "user" else role,
+            llm_id=note.llm_id,
+        )
 
     def listing(self, thread: str | None = None, *, limit: int = 50, after_id: int | None = None) -> tuple[Turn, ...]:
         """The turns of one conversation (`thread`: a person's id, or `peer:<name>`), or of every one (None), oldest
@@ -285,17 +363,23 @@ class ConversationManager:
         if thread is not None:
             audience = self.audience_of_thread(thread)
             return self.turns(audience, limit=limit, after_id=after_id)
-        rows = [n for n in self.repos.notes.list(limit=limit * 4, after_id=after_id)
-                if n.source in (*HUMAN_SOURCES, NoteSource.PEER) or
-                (n.source == NoteSource.PERSONA and OUTGOING in (n.tags or []))]
+        rows = [
+            n
+            for n in self.repos.notes.list(limit=limit * 4, after_id=after_id)
+            if n.source in (*HUMAN_SOURCES, NoteSource.PEER)
+            or (n.source == NoteSource.PERSONA and OUTGOING in (n.tags or []))
+        ]
         rows = rows[:limit] if after_id is not None else rows[-limit:]
         people = self.house.people.names([n.person_id for n in rows if n.person_id is not None])
         settings = self.house.deps.settings
         me = settings.name or "I"
         out = []
         for note in rows:
-            name, role = people.get(note.person_id, ("", None)) if note.person_id is not None else \
-                (peer_of(note) or "", Role.PEER.value if note.source == NoteSource.PEER else None)
+            name, role = (
+                people.get(note.person_id, ("", None))
+                if note.person_id is not None
+                else (peer_of(note) or "", Role.PEER.value if note.source == NoteSource.PEER else None)
+            )
             out.append(self._turn(note, name, me, role))
         return tuple(out)
 
@@ -338,8 +422,19 @@ class ConversationManager:
             if note is None:
                 continue
             name, role = names.get(person_id, (f"person {person_id}", "guest"))
-            out.append(ThreadView(person_id, None, name, role, self._turn(note, name, "").door, note.text,
-                                  as_utc(note.created_at), unread, count))
+            out.append(
+                ThreadView(
+                    person_id,
+                    None,
+                    name,
+                    role,
+                    self._turn(note, name, "").door,
+                    note.text,
+                    as_utc(note.created_at),
+                    unread,
+                    count,
+                )
+            )
         if not any(t.person_id == owner.id for t in out):  # the owner's page always has its own thread
             out.append(ThreadView(owner.id, None, owner.name, owner.role, None, "", as_utc(owner.created_at), 0, 0))
         if peers:
@@ -354,8 +449,17 @@ class ConversationManager:
                 continue
             known = seen.get(peer)
             unread = (known.unread if known else 0) + (0 if note.read else 1)
-            seen[peer] = ThreadView(None, peer, peer, Role.PEER.value, door_of(note.source, note.tags), note.text,
-                                    as_utc(note.created_at), unread, (known.turns if known else 0) + 1)
+            seen[peer] = ThreadView(
+                None,
+                peer,
+                peer,
+                Role.PEER.value,
+                door_of(note.source, note.tags),
+                note.text,
+                as_utc(note.created_at),
+                unread,
+                (known.turns if known else 0) + 1,
+            )
         return sorted(seen.values(), key=lambda t: t.last_at, reverse=True)
 
     def audience_of(self, note: Any) -> Audience:
@@ -409,7 +513,9 @@ class ConversationManager:
 
     # -- what waits for the owner ------------------------------------------------------------------------------------
 
-    def notify_owner(self, key: str, text: str, *, now: datetime | None = None) -> Literal["sent", "known", "web", "off"]:
+    def notify_owner(
+        self, key: str, text: str, *, now: datetime | None = None
+    ) -> Literal["sent", "known", "web", "off"]:
         """Tell the owner once (`key`: what it is about, e.g. "contact:3") on their channel, past their quiet hours:
         `sent` (queued), `known` (told before), `web` (no channel: the page's badges say it), `off` (settings)."""
         settings = self.house.deps.settings
@@ -426,10 +532,12 @@ class ConversationManager:
 
     def waiting_for_owner(self) -> dict[str, int]:
         """What waits for the owner, for the badges: contact requests, approvals, refused messages, unread notes."""
-        return {"contacts": len(self.house.people.contact_requests()),
-                "approvals": len(self.house.consent.pending()),
-                "refused": self.repos.channels.failed_count(),
-                "unread": len(self.repos.notes.unread_human_ids(limit=100))}
+        return {
+            "contacts": len(self.house.people.contact_requests()),
+            "approvals": len(self.house.consent.pending()),
+            "refused": self.repos.channels.failed_count(),
+            "unread": len(self.repos.notes.unread_human_ids(limit=100)),
+        }
 
 
 __all__ = ["MAIN_THREAD", "Answering", "ConversationManager", "Heard", "ThreadView", "Turn", "Words", "peer_of"]

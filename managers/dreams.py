@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from memory import provenance
 from memory.taint import tainted
-from persona.dreaming import apply_dream as apply_dream_output, choose_level, gather_material
+from persona.dreaming import apply_dream as apply_dream_output
+from persona.dreaming import choose_level, gather_material
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -25,29 +26,48 @@ class DreamManager:
         that was written from untrusted text; the attempt is recorded."""
         settings = self.house.deps.settings
         level = requested_level if requested_level in (1, 2, 3) else choose_level(self.repos, now, settings.dreaming)
-        material = gather_material(self.repos, self.house.deps.recall(), level, now, settings.zone(),
-                                   settings.dreaming)
+        material = gather_material(self.repos, self.house.deps.recall(), level, now, settings.zone(), settings.dreaming)
         found = self.repos.taints.of_keys((str(tier), str(ref)) for tier, ref in material.get("read") or [])
-        material["sources"] = provenance.merged(*(
-            provenance.through(sources, f"{provenance.via_of(tier, ref)}, in a dream")
-            for (tier, ref), sources in found.items()))
+        material["sources"] = provenance.merged(
+            *(
+                provenance.through(sources, f"{provenance.via_of(tier, ref)}, in a dream")
+                for (tier, ref), sources in found.items()
+            )
+        )
         self.repos.config.last_dream_attempt = now.isoformat()
         return level, material
 
-    def apply(self, data: Any, *, level: int, material: dict[str, Any], started: datetime, run: str | None,
-              thread_id: str, tick: int, describe: Any) -> dict[str, Any]:
+    def apply(
+        self,
+        data: Any,
+        *,
+        level: int,
+        material: dict[str, Any],
+        started: datetime,
+        run: str | None,
+        thread_id: str,
+        tick: int,
+        describe: Any,
+    ) -> dict[str, Any]:
         """The dream's output written (what it writes keeps its material's provenance), once for `run`; the outcome
         (the one already applied, when this run's was)."""
         done = self.repos.config.last_applied_dream
         if done.get("run") == run:  # this step already committed before a kill: do not apply the dream twice
             return dict(done.get("outcome") or {})
         with tainted(self.repos.session, list(material.get("sources") or []), thread_id=thread_id, tick=tick):
-            outcome = apply_dream_output(self.repos, data, level=level, now=started, topic=material["topic"],
-                                         newest_message_id=int(material["newest_message_id"]))
+            outcome = apply_dream_output(
+                self.repos,
+                data,
+                level=level,
+                now=started,
+                topic=material["topic"],
+                newest_message_id=int(material["newest_message_id"]),
+            )
         result = outcome.as_dict()
         self.repos.config.last_applied_dream = {"run": run, "outcome": result}
-        self.repos.processes.add("dream", describe(result), status="close" if outcome.status == "applied"
-                                 else "warning", thread_id=thread_id)
+        self.repos.processes.add(
+            "dream", describe(result), status="close" if outcome.status == "applied" else "warning", thread_id=thread_id
+        )
         return result
 
     def summaries_checked(self, today: str) -> bool:

@@ -56,7 +56,7 @@ class Pending:
 
 def _quote(text: str) -> str:
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= QUOTED else flat[:QUOTED - 1] + "…"
+    return flat if len(flat) <= QUOTED else flat[: QUOTED - 1] + "…"
 
 
 class ExchangeManager:
@@ -75,17 +75,23 @@ class ExchangeManager:
         short = row.id[:19] + "…"
         if row.type in CASE_KINDS:
             what = "an ethics case" if row.type == "ethics_case" else "a claim to evaluate"
-            how = ('mesh.vote {"case": "' + row.id + '", "solution": "sha256:…"} for one of its solutions'
-                   if row.type == "ethics_case" else
-                   'mesh.vote {"case": "' + row.id + '", "score": -1…1}')
-            text = (f"Peer {label} put {what} to the mesh ({row.id}): “{_quote(payload.get('question', ''))}”. "
-                    f"mesh.cases lists the open cases with their solutions; {how}. My vote is my own.")
+            how = (
+                'mesh.vote {"case": "' + row.id + '", "solution": "sha256:…"} for one of its solutions'
+                if row.type == "ethics_case"
+                else 'mesh.vote {"case": "' + row.id + '", "score": -1…1}'
+            )
+            text = (
+                f"Peer {label} put {what} to the mesh ({row.id}): “{_quote(payload.get('question', ''))}”. "
+                f"mesh.cases lists the open cases with their solutions; {how}. My vote is my own."
+            )
             return self._tell(row, text, "mesh:case")
         if row.type == "goal":
-            text = (f"Peer {label} published a goal ({row.id}): “{_quote(payload.get('title', ''))}”"
-                    + (f" — {_quote(payload['description'])}" if payload.get("description") else "")
-                    + f". mesh.goals lists peers' goals; mesh.goal_accept {{\"container\": \"{row.id}\"}} would make it "
-                    "one of mine (my owner approves), mesh.goal_decline sets it aside.")
+            text = (
+                f"Peer {label} published a goal ({row.id}): “{_quote(payload.get('title', ''))}”"
+                + (f" — {_quote(payload['description'])}" if payload.get("description") else "")
+                + f'. mesh.goals lists peers\' goals; mesh.goal_accept {{"container": "{row.id}"}} would make it '
+                "one of mine (my owner approves), mesh.goal_decline sets it aside."
+            )
             return self._tell(row, text, "mesh:goal")
         if row.type == "goal_status":
             mine = self.repos.mesh.get(str(payload.get("goal", "")))
@@ -95,19 +101,26 @@ class ExchangeManager:
             text = f"Peer {label} {payload.get('status')} my published goal “{_quote(title)}” ({mine.id[:19]}…)."
             return self._tell(row, text, "mesh:goal")
         if row.type in OFFER_KINDS:
-            what = {"strategy": "a loop-breaking strategy", "thinking_method": "a thinking method",
-                    "model_address": "a model's address"}[row.type]
-            gist = payload.get("instruction") or (f"{payload.get('model')} at {payload.get('base_url')}: "
-                                                  f"{payload.get('notes', '')}")
-            text = (f"Peer {label} offers {what} ({short}) named {payload.get('name')!r}: “{_quote(gist)}”. It waits "
-                    f"unused: mesh.offers lists offers; mesh.offer_accept {{\"container\": \"{row.id}\"}} would "
-                    "take it (my owner approves first), mesh.offer_decline sets it aside.")
+            what = {
+                "strategy": "a loop-breaking strategy",
+                "thinking_method": "a thinking method",
+                "model_address": "a model's address",
+            }[row.type]
+            gist = payload.get("instruction") or (
+                f"{payload.get('model')} at {payload.get('base_url')}: {payload.get('notes', '')}"
+            )
+            text = (
+                f"Peer {label} offers {what} ({short}) named {payload.get('name')!r}: “{_quote(gist)}”. It waits "
+                f'unused: mesh.offers lists offers; mesh.offer_accept {{"container": "{row.id}"}} would '
+                "take it (my owner approves first), mesh.offer_decline sets it aside."
+            )
             return self._tell(row, text, "mesh:offer")
         return None
 
     def _tell(self, row: MeshContainer, text: str, tag: str) -> str:
-        heard = self.house.conversation.hear(Words(text, door=Door.MESH, peer=row.sender,
-                                                   tags=[*self.house.mesh._note_tags(row), tag]))
+        heard = self.house.conversation.hear(
+            Words(text, door=Door.MESH, peer=row.sender, tags=[*self.house.mesh._note_tags(row), tag])
+        )
         return f"note {heard.note_id}"
 
     # ---- consensus cases ---------------------------------------------------------------------------------------------
@@ -124,10 +137,19 @@ class ExchangeManager:
             vote = dict(mine[-1].body.get("payload") or {}) if mine else None
             if unvoted and vote is not None:
                 continue
-            out.append({"id": case.id, "kind": case.type, "by": "me" if case.sender == me else
-                        self.house.mesh.peer_label(case.sender), "question": tally.question,
-                        "solutions": tally.solutions, "votes": tally.votes, "result": tally.result,
-                        "score": tally.score, "my_vote": vote})
+            out.append(
+                {
+                    "id": case.id,
+                    "kind": case.type,
+                    "by": "me" if case.sender == me else self.house.mesh.peer_label(case.sender),
+                    "question": tally.question,
+                    "solutions": tally.solutions,
+                    "votes": tally.votes,
+                    "result": tally.result,
+                    "score": tally.score,
+                    "my_vote": vote,
+                }
+            )
         return out
 
     # ---- goals (GMP) -------------------------------------------------------------------------------------------------
@@ -137,17 +159,22 @@ class ExchangeManager:
         published twice."""
         goal = self.house.goals.get(int(goal_id))
         if goal.archived_at is not None or goal.status not in ("active", "paused"):
-            raise Refused(f"goal {goal.id} is {goal.status if goal.archived_at is None else 'archived'}: only an open "
-                          "goal is published")
+            raise Refused(
+                f"goal {goal.id} is {goal.status if goal.archived_at is None else 'archived'}: only an open "
+                "goal is published"
+            )
         if self._taken_from_peer("goal", goal.id):
             raise Refused(f"goal {goal.id} came from a peer: it is theirs to publish")
-        payload = GoalPayload(title=goal.title[:300], description=(goal.description or "")[:4000],
-                              horizon="long" if goal.horizon == "long" else "short",
-                              priority=max(0, min(10, int(goal.priority))),
-                              success_criteria=[str(c)[:300] for c in (goal.success_criteria or [])][:10],
-                              constraints=[str(c)[:300] for c in (goal.constraints or [])][:10],
-                              tags=[str(t)[:60] for t in (goal.tags or []) if not str(t).startswith(("peer:", "from:"))][:12],
-                              local=f"goal {goal.id}").model_dump()
+        payload = GoalPayload(
+            title=goal.title[:300],
+            description=(goal.description or "")[:4000],
+            horizon="long" if goal.horizon == "long" else "short",
+            priority=max(0, min(10, int(goal.priority))),
+            success_criteria=[str(c)[:300] for c in (goal.success_criteria or [])][:10],
+            constraints=[str(c)[:300] for c in (goal.constraints or [])][:10],
+            tags=[str(t)[:60] for t in (goal.tags or []) if not str(t).startswith(("peer:", "from:"))][:12],
+            local=f"goal {goal.id}",
+        ).model_dump()
         for row in self._mine("goal"):
             if dict(row.body.get("payload") or {}) == payload:
                 raise Refused(f"goal {goal.id} is published already, unchanged ({row.id})")
@@ -163,15 +190,21 @@ class ExchangeManager:
         accepted, addressed to it). Returns the goal's id and that container."""
         row = self._open(container_id, ("goal",))
         goal = GoalPayload.model_validate(row.body["payload"])
-        created = self.house.goals.add(goal.title, description=goal.description, horizon=goal.horizon,
-                                       priority=goal.priority, constraints=goal.constraints,
-                                       success_criteria=goal.success_criteria,
-                                       tags=[*goal.tags, "from:peer", f"peer:{row.sender}"])
+        created = self.house.goals.add(
+            goal.title,
+            description=goal.description,
+            horizon=goal.horizon,
+            priority=goal.priority,
+            constraints=goal.constraints,
+            success_criteria=goal.success_criteria,
+            tags=[*goal.tags, "from:peer", f"peer:{row.sender}"],
+        )
         self._taint("goal", created.id, row, goal.title)
         row.local_tier, row.local_id = "goal", created.id
         self.repos.session.flush()
-        status = self.house.mesh.compose("goal_status", {"goal": row.id, "status": "accepted"},
-                                         recipient=row.sender, lineage=[row.id], ref=row.id)
+        status = self.house.mesh.compose(
+            "goal_status", {"goal": row.id, "status": "accepted"}, recipient=row.sender, lineage=[row.id], ref=row.id
+        )
         return created.id, status
 
     def decline_goal(self, container_id: str) -> MeshContainer:
@@ -191,9 +224,12 @@ class ExchangeManager:
                 raise Refused(f"strategy {strategy.name!r} came from a peer: it is theirs to offer")
             if len((strategy.instruction or "").strip()) < 8:
                 raise Refused(f"strategy {strategy.name!r} is built in: it has no instruction to offer")
-            payload = StrategyPayload(name=_slug(strategy.name), instruction=strategy.instruction[:600],
-                                      mechanism_class=strategy.mechanism_class,  # type: ignore[arg-type]
-                                      cost=max(1, min(5, int(strategy.cost)))).model_dump()
+            payload = StrategyPayload(
+                name=_slug(strategy.name),
+                instruction=strategy.instruction[:600],
+                mechanism_class=strategy.mechanism_class,  # type: ignore[arg-type]
+                cost=max(1, min(5, int(strategy.cost))),
+            ).model_dump()
         elif kind == "thinking_method":
             method = self.house.strategies.find_method(name)
             if method.origin:
@@ -208,8 +244,9 @@ class ExchangeManager:
                 raise Refused(f"model {name!r} has no server address to offer (only an OpenAI-compatible server's)")
             if (entry.config or {}).get("from_peer"):
                 raise Refused(f"model {name!r} came from a peer: it is theirs to offer")
-            payload = ModelAddressPayload(name=entry.id[:60], base_url=base_url, model=entry.model[:200],
-                                          notes=(entry.description or "")[:1000]).model_dump()
+            payload = ModelAddressPayload(
+                name=entry.id[:60], base_url=base_url, model=entry.model[:200], notes=(entry.description or "")[:1000]
+            ).model_dump()
         else:
             raise Refused(f"an offer is one of {', '.join(OFFER_KINDS)}, not {kind!r}")
         return self.house.mesh.compose(kind, payload)
@@ -227,16 +264,20 @@ class ExchangeManager:
         payload = row.body["payload"]
         if row.type == "strategy":
             strategy = StrategyPayload.model_validate(payload)
-            created = self.house.strategies.add_strategy(name=self._free_name(strategy.name, "strategy", row),
-                                                         instruction=strategy.instruction,
-                                                         mechanism_class=strategy.mechanism_class, cost=strategy.cost)
+            created = self.house.strategies.add_strategy(
+                name=self._free_name(strategy.name, "strategy", row),
+                instruction=strategy.instruction,
+                mechanism_class=strategy.mechanism_class,
+                cost=strategy.cost,
+            )
             created.origin = {**origin, "name": strategy.name}
             row.local_tier, row.local_id = "strategy", created.id
             became = f"strategy {created.name}"
         elif row.type == "thinking_method":
             method = ThinkingMethodPayload.model_validate(payload)
-            made = self.house.strategies.add_method(name=self._free_name(method.name, "thinking_method", row),
-                                                    instruction=method.instruction)
+            made = self.house.strategies.add_method(
+                name=self._free_name(method.name, "thinking_method", row), instruction=method.instruction
+            )
             made.origin = {**origin, "name": method.name}
             row.local_tier, row.local_id = "thinking_method", made.id
             became = f"thinking method {made.name}"
@@ -245,8 +286,9 @@ class ExchangeManager:
             from managers.models import RegistryError, ServerCheckFailed
 
             try:
-                added = self.house.models.add(address.base_url, address.model,
-                                              name=self._free_name(address.name, "model_address", row))
+                added = self.house.models.add(
+                    address.base_url, address.model, name=self._free_name(address.name, "model_address", row)
+                )
             except (RegistryError, ServerCheckFailed) as exc:
                 raise Refused(f"the model at {address.base_url} was not added: {exc}") from None
             whence = {"from_peer": row.sender, "container": row.id}  # kept where every process reads it again
@@ -274,8 +316,10 @@ class ExchangeManager:
     def _open(self, container_id: str, types: tuple[str, ...]) -> MeshContainer:
         row = self.repos.mesh.get(container_id)
         if row is None or row.direction != "in" or row.type not in types:
-            raise NotFound(f"no {' or '.join(types)} from a peer with id {container_id} "
-                           f"({'mesh.goals' if 'goal' in types else 'mesh.offers'} lists them)")
+            raise NotFound(
+                f"no {' or '.join(types)} from a peer with id {container_id} "
+                f"({'mesh.goals' if 'goal' in types else 'mesh.offers'} lists them)"
+            )
         if row.status == "rejected":
             raise Refused(f"{row.id[:19]}… was declined")
         if row.local_tier is not None:
@@ -286,12 +330,21 @@ class ExchangeManager:
         state = "declined" if row.status == "rejected" else "accepted" if row.local_tier else "pending"
         became = None
         if row.local_tier == "llm":
-            became = next((f"llm {e.id}" for e in self.repos.llm_registry.all()
-                           if (e.config or {}).get("container") == row.id), "llm")
+            became = next(
+                (f"llm {e.id}" for e in self.repos.llm_registry.all() if (e.config or {}).get("container") == row.id),
+                "llm",
+            )
         elif row.local_tier:
             became = f"{row.local_tier} {row.local_id}"
-        return Pending(row.id, row.type, row.sender, self.house.mesh.peer_label(row.sender),
-                       dict(row.body.get("payload") or {}), state, became)
+        return Pending(
+            row.id,
+            row.type,
+            row.sender,
+            self.house.mesh.peer_label(row.sender),
+            dict(row.body.get("payload") or {}),
+            state,
+            became,
+        )
 
     def _free_name(self, name: str, kind: str, row: MeshContainer) -> str:
         """The offered name, or — when one of the persona's is named so — the name and the peer's DID tail."""
@@ -315,9 +368,13 @@ class ExchangeManager:
         """The row is the peer's words: marked so (memory/taint.py), fenced as data wherever a prompt shows it."""
         label = self.house.mesh.peer_label(row.sender)
         flat = " ".join(text.split())[:160]
-        self.repos.taints.mark([(tier, str(local_id))], [{"origin": "peer", "ref": f"{row.type} {row.id[:19]}…",
-                                                          "excerpt": flat, "peer": label}],
-                               thread_id=None, tick=None, now=self.house.deps.clock())
+        self.repos.taints.mark(
+            [(tier, str(local_id))],
+            [{"origin": "peer", "ref": f"{row.type} {row.id[:19]}…", "excerpt": flat, "peer": label}],
+            thread_id=None,
+            tick=None,
+            now=self.house.deps.clock(),
+        )
 
 
 def _slug(name: str) -> str:

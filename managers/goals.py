@@ -26,12 +26,28 @@ CLOSED_GOAL = ("completed", "failed")
 CLOSED_TASK = ("done", "failed", "cancelled")
 
 # HMP tasks.repl_config: limits, its own pause between ticks, and the backoff on repeated errors
-DEFAULT_CYCLE: dict[str, Any] = {"max_ticks": 20, "deadline_s": 3600.0, "max_restarts": 1, "window_ratio": 0.5,
-                                 "pause_s": 0.0, "retries": 0, "backoff_s": 30.0, "backoff_factor": 2.0,
-                                 "token_budget": 50_000}
-CYCLE_KINDS: dict[str, type] = {"max_ticks": int, "deadline_s": float, "max_restarts": int, "window_ratio": float,
-                                "pause_s": float, "retries": int, "backoff_s": float, "backoff_factor": float,
-                                "token_budget": int}
+DEFAULT_CYCLE: dict[str, Any] = {
+    "max_ticks": 20,
+    "deadline_s": 3600.0,
+    "max_restarts": 1,
+    "window_ratio": 0.5,
+    "pause_s": 0.0,
+    "retries": 0,
+    "backoff_s": 30.0,
+    "backoff_factor": 2.0,
+    "token_budget": 50_000,
+}
+CYCLE_KINDS: dict[str, type] = {
+    "max_ticks": int,
+    "deadline_s": float,
+    "max_restarts": int,
+    "window_ratio": float,
+    "pause_s": float,
+    "retries": int,
+    "backoff_s": float,
+    "backoff_factor": float,
+    "token_budget": int,
+}
 
 
 @dataclass(frozen=True)
@@ -69,12 +85,30 @@ class GoalManager:
         self.house = house
         self.repos = house.repos
 
-    def add(self, title: str, *, description: str = "", horizon: str = "short", priority: int = 1,
-            constraints: Iterable[str] = (), success_criteria: Iterable[str] = (), tags: Iterable[str] = (),
-            parent_id: int | None = None, related_values: Iterable[str] = ()) -> Goal:
-        return self.repos.goals.add(title, description=description, horizon=horizon, priority=priority,
-                                    constraints=constraints, success_criteria=success_criteria, tags=tags,
-                                    parent_id=parent_id, related_values=related_values)
+    def add(
+        self,
+        title: str,
+        *,
+        description: str = "",
+        horizon: str = "short",
+        priority: int = 1,
+        constraints: Iterable[str] = (),
+        success_criteria: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        parent_id: int | None = None,
+        related_values: Iterable[str] = (),
+    ) -> Goal:
+        return self.repos.goals.add(
+            title,
+            description=description,
+            horizon=horizon,
+            priority=priority,
+            constraints=constraints,
+            success_criteria=success_criteria,
+            tags=tags,
+            parent_id=parent_id,
+            related_values=related_values,
+        )
 
     def list(self, *, status: str | None = None, horizon: str | None = None) -> builtins.list[Goal]:
         return self.repos.goals.list(status=status, horizon=horizon)
@@ -84,8 +118,12 @@ class GoalManager:
 
     def overview(self, goal_id: int) -> GoalOverview:
         goal = self.repos.goals.get(goal_id)
-        return GoalOverview(goal, self.repos.goals.subgoals(goal.id), self.repos.tasks.list(goal_id=goal.id),
-                            self.repos.goals.progress(goal.id))
+        return GoalOverview(
+            goal,
+            self.repos.goals.subgoals(goal.id),
+            self.repos.tasks.list(goal_id=goal.id),
+            self.repos.goals.progress(goal.id),
+        )
 
     def metrics(self, limit: int = 10_000) -> GoalMetrics:
         """The goal metrics over every goal (archived ones too: they were pursued)."""
@@ -97,24 +135,50 @@ class GoalManager:
                 by_goal[task.goal_id] += 1
         achieved = [g for g in goals if g.status == "completed"]
         failed = sum(g.status == "failed" for g in goals)
-        durations = [(_aware(g.completed_at) - _aware(g.created_at)).total_seconds() / 86400 for g in achieved
-                     if g.completed_at is not None and g.created_at is not None]
+        durations = [
+            (_aware(g.completed_at) - _aware(g.created_at)).total_seconds() / 86400
+            for g in achieved
+            if g.completed_at is not None and g.created_at is not None
+        ]
         closed = len(achieved) + failed
-        return GoalMetrics(goals=len(goals), achieved=len(achieved), failed=failed,
-                           interrupted=sum(g.status == "paused" for g in goals),
-                           share_achieved=len(achieved) / closed if closed else None,
-                           mean_days_to_achieve=sum(durations) / len(durations) if durations else None,
-                           tasks_per_goal=sum(by_goal.values()) / len(goals) if goals else None,
-                           tasks_by_goal=by_goal)
+        return GoalMetrics(
+            goals=len(goals),
+            achieved=len(achieved),
+            failed=failed,
+            interrupted=sum(g.status == "paused" for g in goals),
+            share_achieved=len(achieved) / closed if closed else None,
+            mean_days_to_achieve=sum(durations) / len(durations) if durations else None,
+            tasks_per_goal=sum(by_goal.values()) / len(goals) if goals else None,
+            tasks_by_goal=by_goal,
+        )
 
-    def update(self, goal_id: int, *, thread_id: str, root_thread: str, status: str | None = None,
-               reason: str | None = None, progress: str | None = None, priority: int | None = None,
-               title: str | None = None, description: str | None = None, horizon: str | None = None,
-               related_values: builtins.list[str] | None = None) -> Goal:
+    def update(
+        self,
+        goal_id: int,
+        *,
+        thread_id: str,
+        root_thread: str,
+        status: str | None = None,
+        reason: str | None = None,
+        progress: str | None = None,
+        priority: int | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        horizon: str | None = None,
+        related_values: builtins.list[str] | None = None,
+    ) -> Goal:
         """Change what is given (None: unchanged; `progress` adds a note); a status goes through `status_set`."""
-        goal = self.repos.goals.update(goal_id, status=status, reason=reason, progress=progress, priority=priority,
-                                       title=title, description=description, horizon=horizon,
-                                       related_values=related_values)
+        goal = self.repos.goals.update(
+            goal_id,
+            status=status,
+            reason=reason,
+            progress=progress,
+            priority=priority,
+            title=title,
+            description=description,
+            horizon=horizon,
+            related_values=related_values,
+        )
         if status is not None:
             self.status_set(goal, status, thread_id=thread_id, root_thread=root_thread)
         return goal
@@ -123,8 +187,12 @@ class GoalManager:
         """The consequences of a goal's status being set (by any door): failed → a warning in the process log on
         `thread_id`; completed or failed → an abstract is asked for on `root_thread`."""
         if status == "failed":
-            self.repos.processes.add("goals.failed", f"goal {goal.id} failed: {goal.reason or 'no reason given'}",
-                                     status="warning", thread_id=thread_id)
+            self.repos.processes.add(
+                "goals.failed",
+                f"goal {goal.id} failed: {goal.reason or 'no reason given'}",
+                status="warning",
+                thread_id=thread_id,
+            )
         if status in CLOSED_GOAL:
             request_abstract(self.repos, root_thread, "goal_closed", f"goal {goal.id}")
 
@@ -134,10 +202,19 @@ class TaskManager:
         self.house = house
         self.repos = house.repos
 
-    def add(self, title: str, *, goal_id: int | None = None, description: str = "", priority: int = 1,
-            pinned: bool = False, tags: Iterable[str] = ()) -> Task:
-        return self.repos.tasks.add(title, goal_id=goal_id, description=description, priority=priority,
-                                    pinned=pinned, tags=tags)
+    def add(
+        self,
+        title: str,
+        *,
+        goal_id: int | None = None,
+        description: str = "",
+        priority: int = 1,
+        pinned: bool = False,
+        tags: Iterable[str] = (),
+    ) -> Task:
+        return self.repos.tasks.add(
+            title, goal_id=goal_id, description=description, priority=priority, pinned=pinned, tags=tags
+        )
 
     def list(self, *, status: str | None = None, goal_id: int | None = None) -> builtins.list[Task]:
         return self.repos.tasks.list(status=status, goal_id=goal_id)
@@ -145,10 +222,20 @@ class TaskManager:
     def get(self, task_id: int) -> Task:
         return self.repos.tasks.get(task_id)
 
-    def update(self, task_id: int, *, root_thread: str, status: str | None = None, priority: int | None = None,
-               title: str | None = None, description: str | None = None, goal_id: int | None = None) -> Task:
-        task = self.repos.tasks.update(task_id, status=status, priority=priority, title=title,
-                                       description=description, goal_id=goal_id)
+    def update(
+        self,
+        task_id: int,
+        *,
+        root_thread: str,
+        status: str | None = None,
+        priority: int | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        goal_id: int | None = None,
+    ) -> Task:
+        task = self.repos.tasks.update(
+            task_id, status=status, priority=priority, title=title, description=description, goal_id=goal_id
+        )
         if status is not None:
             self.status_set(task_id, status, root_thread=root_thread)
         return task
@@ -174,8 +261,13 @@ class TaskManager:
     def cycle_config(self, task: Task, given: dict[str, Any], *, started_at: str) -> dict[str, Any]:
         """The sub-cycle's limits: the defaults, what the task had, what was given (None: not given)."""
         config = {**DEFAULT_CYCLE, **(task.repl_config or {})}
-        config.update({name: CYCLE_KINDS[name](value) for name, value in given.items()
-                       if name in CYCLE_KINDS and value is not None})
+        config.update(
+            {
+                name: CYCLE_KINDS[name](value)
+                for name, value in given.items()
+                if name in CYCLE_KINDS and value is not None
+            }
+        )
         config.update(restarts=0, errors=0, next_at=None, started_at=started_at)
         return config
 
@@ -185,8 +277,9 @@ class TaskManager:
             raise Conflict(f"task {task.id} is {task.status}")
 
     def cycle_started(self, task_id: int, *, mode: str, config: dict[str, Any], thread_id: str) -> Task:
-        self.repos.tasks.set_repl(task_id, repl_mode=mode, repl_status="running", repl_config=config,
-                                  repl_thread=thread_id, repl_error=None)
+        self.repos.tasks.set_repl(
+            task_id, repl_mode=mode, repl_status="running", repl_config=config, repl_thread=thread_id, repl_error=None
+        )
         return self.repos.tasks.update(task_id, status="in_progress")
 
     def _rank(self, task: Task) -> tuple[bool, int, int]:
@@ -207,14 +300,17 @@ class TaskManager:
             loser, winner = weakest, task
         else:
             loser, winner = task, weakest
-        why = (f"deferred: task {winner.id} (goal {winner.goal_id}, priority {self._rank(winner)[1]}) outranks task "
-               f"{loser.id} (goal {loser.goal_id}, priority {self._rank(loser)[1]}); at most {limit} sub-cycles at once")
+        why = (
+            f"deferred: task {winner.id} (goal {winner.goal_id}, priority {self._rank(winner)[1]}) outranks task "
+            f"{loser.id} (goal {loser.goal_id}, priority {self._rank(loser)[1]}); at most {limit} sub-cycles at once"
+        )
         if loser is task:
             self.repos.tasks.set_repl(task.id, repl_status="deferred", repl_error=why)
         else:
             self.repos.tasks.set_repl(loser.id, repl_status="stopped", repl_error=why)
-        self.repos.processes.add("tasks.deferred", f"task {loser.id} {why}", status="warning", task_id=loser.id,
-                                 thread_id=thread_id)
+        self.repos.processes.add(
+            "tasks.deferred", f"task {loser.id} {why}", status="warning", task_id=loser.id, thread_id=thread_id
+        )
         return loser, why
 
     def stop_cycle(self, task_id: int) -> Task:

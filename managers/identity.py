@@ -45,8 +45,15 @@ class IdentityManager:
         block = self.block(name)
         return f"{name} ({len(block.content)}/{block.char_limit} chars):\n{block.content or '(empty)'}"
 
-    def edit(self, name: BlockName, *, text: str | None = None, mode: EditMode = "append", old: str | None = None,
-             new: str = "") -> BlockEdit:
+    def edit(
+        self,
+        name: BlockName,
+        *,
+        text: str | None = None,
+        mode: EditMode = "append",
+        old: str | None = None,
+        new: str = "",
+    ) -> BlockEdit:
         """Replace `old` by `new` (when `old` is given), rewrite the block with `text`, or append `text`.
         MemoryLimitError when it would go over the block's limit, NotFound when `old` is not in it."""
         blocks = self.repos.blocks

@@ -31,7 +31,9 @@ class InnerLifeManager:
         """The owner's changes to the drives, newest last."""
         return adjustment_history(self.repos)
 
-    def adjust(self, name: str, level: float, now: datetime, *, by: str, computed: float | None = None) -> dict[str, Any]:
+    def adjust(
+        self, name: str, level: float, now: datetime, *, by: str, computed: float | None = None
+    ) -> dict[str, Any]:
         """A drive set to `level`: in force at once, fading back to the computed level (UnknownDrive for a bad name)."""
         return adjust_drive(self.repos, name, level, now, by=by, computed=computed)
 

@@ -14,8 +14,7 @@ from memory.repositories.live import journal_notifications  # PostgreSQL's LISTE
 
 if TYPE_CHECKING:
     from managers import Managers
-    from memory.models import (AntiStagnationMetric, ExecutedCommand, LiveEvent, LLMCall, Message,
-                               Thread, Tick)
+    from memory.models import AntiStagnationMetric, ExecutedCommand, LiveEvent, LLMCall, Message, Thread, Tick
 
 
 @dataclass(frozen=True)
@@ -55,10 +54,12 @@ class JournalManager:
 
     def at_ticks(self, thread_id: str, numbers: Iterable[int], thought_kinds: Sequence[str]) -> TickDetails:
         numbers = list(numbers)
-        return TickDetails(messages=list(self.repos.messages.at_ticks(thread_id, numbers, thought_kinds)),
-                           commands=list(self.repos.commands.at_ticks(thread_id, numbers)),
-                           llm_calls=list(self.repos.llm_calls.at_ticks(thread_id, numbers)),
-                           stagnation=list(self.repos.stagnation.at_ticks(thread_id, numbers)))
+        return TickDetails(
+            messages=list(self.repos.messages.at_ticks(thread_id, numbers, thought_kinds)),
+            commands=list(self.repos.commands.at_ticks(thread_id, numbers)),
+            llm_calls=list(self.repos.llm_calls.at_ticks(thread_id, numbers)),
+            stagnation=list(self.repos.stagnation.at_ticks(thread_id, numbers)),
+        )
 
     # -- threads -------------------------------------------------------------------------------------------------------
 
@@ -70,8 +71,10 @@ class JournalManager:
         return next((t.created_at for t in self.repos.threads.all() if t.parent_id is None), None)
 
     def thread_shares(self) -> builtins.list[ThreadShare]:
-        return [ThreadShare(t, self.repos.threads.ratio_product(t.id), self.repos.messages.count(t.id))
-                for t in self.repos.threads.all()]
+        return [
+            ThreadShare(t, self.repos.threads.ratio_product(t.id), self.repos.messages.count(t.id))
+            for t in self.repos.threads.all()
+        ]
 
     # -- what the charts read ------------------------------------------------------------------------------------------
 

@@ -16,8 +16,15 @@ class LLMMemoryManager:
         self.house = house
         self.repos = house.repos
 
-    def add(self, text: str, *, title: str = "", tags: Iterable[str] = (), thread_id: str | None = None,
-            llm_id: str | None = None) -> LLMMemory:
+    def add(
+        self,
+        text: str,
+        *,
+        title: str = "",
+        tags: Iterable[str] = (),
+        thread_id: str | None = None,
+        llm_id: str | None = None,
+    ) -> LLMMemory:
         return self.repos.llm_memory.add(text, title=title, tags=tags, thread_id=thread_id, llm_id=llm_id)
 
     def recent(self, limit: int = 20) -> list[LLMMemory]:

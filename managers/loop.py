@@ -56,8 +56,12 @@ def context_mode(cycle: Mapping[str, Any]) -> str:
 
 
 # a thread's cycle settings (the persona's cycle.pause, cycle.responses, notes.mode …) over config.yaml's `cycle`
-CYCLE_OVERRIDES = {"pause_s": "cycle.pause_s", "responses": "cycle.responses", "notes_mode": "cycle.notes_mode",
-                   "notes_filter": "cycle.notes_filter"}
+CYCLE_OVERRIDES = {
+    "pause_s": "cycle.pause_s",
+    "responses": "cycle.responses",
+    "notes_mode": "cycle.notes_mode",
+    "notes_filter": "cycle.notes_filter",
+}
 
 
 class LoopManager:
@@ -90,9 +94,13 @@ class LoopManager:
         """A tick closed as failed (its answer set aside, never replayed), and the next prompt told why."""
         self.repos.ticks.fail(thread_id, tick, step=step, error=error[:2000], trace=trace)
         where = f" in step {step}" if step else ""
-        self.repos.processes.add("tick.failed", f"tick {tick} failed{where}: {error[:600]}. My answer of that tick was "
-                                 "set aside and will not be run again; this tick starts clean.", status="error",
-                                 thread_id=thread_id)
+        self.repos.processes.add(
+            "tick.failed",
+            f"tick {tick} failed{where}: {error[:600]}. My answer of that tick was "
+            "set aside and will not be run again; this tick starts clean.",
+            status="error",
+            thread_id=thread_id,
+        )
 
     def is_child_thread(self, thread_id: str) -> bool:
         thread = self.repos.threads.get(thread_id)
@@ -102,8 +110,14 @@ class LoopManager:
         """Why the persona dreams now (persona/dreaming.py: never while a conversation goes on), or None."""
         from persona.dreaming import dream_due
 
-        return dream_due(self.repos, now, settings.zone(), settings.dreaming, started=started,
-                         talking_minutes=settings.conversation.active_minutes)
+        return dream_due(
+            self.repos,
+            now,
+            settings.zone(),
+            settings.dreaming,
+            started=started,
+            talking_minutes=settings.conversation.active_minutes,
+        )
 
     def lineage_children(self) -> list[dict[str, Any]]:
         """The children this persona spawned (managers/spawn.py), as their entries were kept."""
@@ -119,11 +133,18 @@ class LoopManager:
         self.repos.config.loop_control = value
         return value
 
-    def record_status(self, state: str, *, now: datetime, thread: str, tick: int | None = None,
-                      pid: int | None = None) -> None:
+    def record_status(
+        self, state: str, *, now: datetime, thread: str, tick: int | None = None, pid: int | None = None
+    ) -> None:
         """What the loop does now (the loop itself reports it)."""
-        self.repos.config.loop_status = {"state": state, "thread": thread, "tick": tick, "pid": pid,
-                                         "host": socket.gethostname(), "at": now.isoformat()}
+        self.repos.config.loop_status = {
+            "state": state,
+            "thread": thread,
+            "tick": tick,
+            "pid": pid,
+            "host": socket.gethostname(),
+            "at": now.isoformat(),
+        }
 
     def request_wake(self, *, by: str, now: datetime) -> dict[str, Any]:
         """Ask a dreaming persona to wake up (the loop ends the dream at its next model call)."""
@@ -142,8 +163,10 @@ class LoopManager:
 
     def status(self) -> dict[str, Any]:
         """{"control": what is wanted, "loop": what the loop last reported}."""
-        return {"control": self.repos.config.loop_control or {"want": "running"},
-                "loop": self.repos.config.loop_status or {}}
+        return {
+            "control": self.repos.config.loop_control or {"want": "running"},
+            "loop": self.repos.config.loop_status or {},
+        }
 
     def running_thread(self) -> str:
         """The thread the loop last reported running ("main" when none did)."""
@@ -188,8 +211,9 @@ class LoopManager:
     def set_responses(self, thread_id: str, responses: int) -> None:
         self.update_cycle(thread_id, responses=responses)
 
-    def set_notes_mode(self, thread_id: str, mode: str, min_priority: int | None,
-                       note_filter: Mapping[str, Any] | None = None) -> None:
+    def set_notes_mode(
+        self, thread_id: str, mode: str, min_priority: int | None, note_filter: Mapping[str, Any] | None = None
+    ) -> None:
         """The notes mode, and for auto mode the filter (persona/settings.py NotesFilter; managers/notes.py applies
         it): given, it replaces the thread's (an empty one lifts it); `min_priority` alone sets only that condition of
         the thread's filter; a mode given alone keeps the filter."""
@@ -207,8 +231,18 @@ class LoopManager:
     def idle_off(self, thread_id: str) -> None:
         self.update_cycle(thread_id, idle=None)
 
-    def idle_on(self, thread_id: str, *, tick: int, now: datetime, timeout_s: float | None, wake_on_note: bool,
-                note_filter: Mapping[str, Any], process: str | int | None, task: int | None) -> list[str]:
+    def idle_on(
+        self,
+        thread_id: str,
+        *,
+        tick: int,
+        now: datetime,
+        timeout_s: float | None,
+        wake_on_note: bool,
+        note_filter: Mapping[str, Any],
+        process: str | int | None,
+        task: int | None,
+    ) -> list[str]:
         """Put the thread to sleep until one of the wakes it names (returned, for the report); LoopError when
         nothing could wake it or the process does not exist."""
         repos = self.repos
@@ -219,40 +253,62 @@ class LoopManager:
         jobs = [r for r in repos.runs.with_status("pending", "running") if r.thread_id == thread_id]
         if timeout_s is None and not wake_on_note and process is None and task is None and not jobs:
             raise LoopError("nothing would wake me; give a timeout, a note filter, a process or a task")
-        self.update_cycle(thread_id, idle={
-            "since_tick": tick,
-            "wake_on_note": wake_on_note,
-            "note_filter": dict(note_filter),
-            "after_note": repos.notes.newest_id(),
-            "process": process,
-            "task": task,
-            "timeout_s": timeout_s,
-            "since": now.isoformat(),
-            "thread": thread_id,
-        })
-        return [w for w in ("a matching note" if note_filter else "a note" if wake_on_note else "",
-                            f"process {process} finishing" if process is not None else "",
-                            f"task {task}'s sub-cycle ending" if task is not None else "",
-                            f"{len(jobs)} background process(es) finishing" if jobs else "",
-                            f"{timeout_s:g}s" if timeout_s else "") if w]
+        self.update_cycle(
+            thread_id,
+            idle={
+                "since_tick": tick,
+                "wake_on_note": wake_on_note,
+                "note_filter": dict(note_filter),
+                "after_note": repos.notes.newest_id(),
+                "process": process,
+                "task": task,
+                "timeout_s": timeout_s,
+                "since": now.isoformat(),
+                "thread": thread_id,
+            },
+        )
+        return [
+            w
+            for w in (
+                "a matching note" if note_filter else "a note" if wake_on_note else "",
+                f"process {process} finishing" if process is not None else "",
+                f"task {task}'s sub-cycle ending" if task is not None else "",
+                f"{len(jobs)} background process(es) finishing" if jobs else "",
+                f"{timeout_s:g}s" if timeout_s else "",
+            )
+            if w
+        ]
 
-    def set_context_mode(self, thread_id: str, mode: ContextMode, *, root_thread: str | None = None,
-                         focus_tags: list[str] | None = None, focus_emotions: list[str] | None = None,
-                         focus_logic: str | None = None) -> None:
+    def set_context_mode(
+        self,
+        thread_id: str,
+        mode: ContextMode,
+        *,
+        root_thread: str | None = None,
+        focus_tags: list[str] | None = None,
+        focus_emotions: list[str] | None = None,
+        focus_logic: str | None = None,
+    ) -> None:
         """Change the thread's context mode (with the focus of a concentration); a change is an abstract trigger."""
         old = self.cycle(thread_id).get("context_mode") or "standard"
         focus: dict[str, Any] = {}
         if mode == "concentration":
-            focus = {"focus_tags": focus_tags or [], "focus_emotions": focus_emotions or [],
-                     "focus_logic": focus_logic or "or"}
+            focus = {
+                "focus_tags": focus_tags or [],
+                "focus_emotions": focus_emotions or [],
+                "focus_logic": focus_logic or "or",
+            }
         self.update_cycle(thread_id, context_mode=mode, **focus)
         if old != mode:  # HMP: a change of context mode is an abstract trigger
             request_abstract(self.repos, root_thread or thread_id, "mode_change", f"{old} -> {mode}")
 
     def load_skill(self, thread_id: str, name: str, *, tick: int, ticks: int) -> None:
         """Show the manual skill `name` in the thread's next `ticks` prompts (skills.read)."""
-        loaded = [entry for entry in self.cycle(thread_id).get(SKILLS_LOADED_KEY) or []
-                  if entry.get("name") != name and int(entry.get("until_tick", 0)) > tick]
+        loaded = [
+            entry
+            for entry in self.cycle(thread_id).get(SKILLS_LOADED_KEY) or []
+            if entry.get("name") != name and int(entry.get("until_tick", 0)) > tick
+        ]
         loaded.append({"name": name, "until_tick": tick + ticks})
         self.update_cycle(thread_id, **{SKILLS_LOADED_KEY: loaded})
 
@@ -276,7 +332,11 @@ class LoopManager:
                 return f"note {note.id} from {note.source}"
         process = idle.get("process")
         if process is not None:
-            row = repos.processes.get(int(process)) if str(process).isdigit() else repos.processes.latest_named(str(process))
+            row = (
+                repos.processes.get(int(process))
+                if str(process).isdigit()
+                else repos.processes.latest_named(str(process))
+            )
             if row is not None and row.status not in ("in_progress", "pending"):
                 return f"process {row.id} {row.name} finished ({row.status})"
         if idle.get("thread") and idle.get("since"):  # a script or a question to another model came back
@@ -318,6 +378,9 @@ def loaded_skills(cycle: Mapping[str, Any], persona: Persona, tick: int, limit: 
             continue
         body = skill.body.strip()
         if len(body) > limit:
-            body = body[:limit].rsplit("\n", 1)[0] + f"\n… (the rest of {skill.name} is cut: {len(body) - limit:,} characters)"
+            body = (
+                body[:limit].rsplit("\n", 1)[0]
+                + f"\n… (the rest of {skill.name} is cut: {len(body) - limit:,} characters)"
+            )
         out.append(f"### Skill: {skill.name} (read on request)\n{skill.description}\n\n{body}")
     return out

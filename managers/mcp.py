@@ -35,9 +35,17 @@ def server_spec(settings: Any, name: str) -> ServerSpec:
     if entry is None:
         known = ", ".join(sorted(servers)) or "none (the operator lists them in config.yaml under mcp.servers)"
         raise Refused(f"no MCP server {name!r}; mine: {known}")
-    return ServerSpec(name=name, transport=entry.transport, command=entry.command, args=tuple(entry.args),
-                      env=dict(entry.env), cwd=entry.cwd, url=entry.url, headers=dict(entry.headers),
-                      allow=tuple(entry.allow))
+    return ServerSpec(
+        name=name,
+        transport=entry.transport,
+        command=entry.command,
+        args=tuple(entry.args),
+        env=dict(entry.env),
+        cwd=entry.cwd,
+        url=entry.url,
+        headers=dict(entry.headers),
+        allow=tuple(entry.allow),
+    )
 
 
 def timeout_of(settings: Any, name: str) -> float:
@@ -73,20 +81,32 @@ class McpManager:
         except McpError as exc:
             self.repos.processes.add("mcp.list", str(exc), status="error", thread_id=thread_id)
             raise
-        self.repos.config.set_mcp_tools(spec.name, [{"name": t.name, "description": t.description[:500],
-                                                     "arguments": t.arguments} for t in tools])
+        self.repos.config.set_mcp_tools(
+            spec.name, [{"name": t.name, "description": t.description[:500], "arguments": t.arguments} for t in tools]
+        )
         return tools
 
-    def call(self, *, server: str, tool: str, arguments: dict[str, Any], thread_id: str | None,
-             llm_id: str | None = None, task_id: int | None = None, name: str = "mcp.call",
-             sources_of: SourcesOf | None = None) -> tuple[str, str]:
+    def call(
+        self,
+        *,
+        server: str,
+        tool: str,
+        arguments: dict[str, Any],
+        thread_id: str | None,
+        llm_id: str | None = None,
+        task_id: int | None = None,
+        name: str = "mcp.call",
+        sources_of: SourcesOf | None = None,
+    ) -> tuple[str, str]:
         """Call an allowed tool; the call goes to process_log (named `name`) whatever happens. Returns (status, text):
         status is ok, error (the tool or the server failed) or timeout. Refused for a tool outside the allow list.
         `sources_of(text)`: the provenance the row records for the answer."""
         spec = server_spec(self.settings, server)
         if not spec.allows(tool):
-            raise Refused(f"{server}.{tool} is not in the server's allow list "
-                          f"({', '.join(spec.allow) or 'empty'}); the operator sets it in config.yaml")
+            raise Refused(
+                f"{server}.{tool} is not in the server's allow list "
+                f"({', '.join(spec.allow) or 'empty'}); the operator sets it in config.yaml"
+            )
         limit = self.settings.mcp.output_chars
         shown_args = budget(json.dumps(arguments, ensure_ascii=False), 300)
         try:
@@ -95,9 +115,16 @@ class McpManager:
         except McpError as exc:
             status, text = ("timeout" if "no answer within" in str(exc) else "error"), str(exc)
         text = budget(text, limit)
-        self.repos.processes.add(name, f"{server}.{tool}({shown_args}) → {text}", status=status, thread_id=thread_id,
-                                 tags=["mcp", f"mcp:{server}"], llm_id=llm_id, task_id=task_id,
-                                 sources=sources_of(text) if sources_of is not None else None)
+        self.repos.processes.add(
+            name,
+            f"{server}.{tool}({shown_args}) → {text}",
+            status=status,
+            thread_id=thread_id,
+            tags=["mcp", f"mcp:{server}"],
+            llm_id=llm_id,
+            task_id=task_id,
+            sources=sources_of(text) if sources_of is not None else None,
+        )
         return status, text
 
 

@@ -20,7 +20,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +116,9 @@ class MemoryManager:
     def count(self, tier: str) -> int:
         return tier_of(tier).count(self.repos)
 
-    def list(self, tier: str, *, q: str | None = None, archived: bool = False, limit: int = 50) -> builtins.list[MemoryRecord]:
+    def list(
+        self, tier: str, *, q: str | None = None, archived: bool = False, limit: int = 50
+    ) -> builtins.list[MemoryRecord]:
         """A tier's rows, newest first (archived ones instead when asked), each with what may be done to it; `q`
         narrows them: by hybrid search in a searchable tier, by the words in the others."""
         found = tier_of(tier)
@@ -136,20 +138,32 @@ class MemoryManager:
                     items.append(record)
         else:
             words = q.lower().split()
-            items = [r for r in found.rows(self.repos, archived, MAX_LIST)
-                     if all(w in f"{r.title}\n{r.text}".lower() for w in words)][:limit]
+            items = [
+                r
+                for r in found.rows(self.repos, archived, MAX_LIST)
+                if all(w in f"{r.title}\n{r.text}".lower() for w in words)
+            ][:limit]
         return [found.actions(r) for r in items]
 
     def get(self, tier: str, ref: str) -> MemoryRecord:
         found = tier_of(tier)
         return found.actions(found.one(self.repos, str(ref)))
 
-    def search(self, q: str, *, k: int = 10, tiers: builtins.list[str] | None = None, archived: bool = False) -> builtins.list[Hit]:
+    def search(
+        self, q: str, *, k: int = 10, tiers: builtins.list[str] | None = None, archived: bool = False
+    ) -> builtins.list[Hit]:
         """The persona's own hybrid retrieval (BM25 + vectors, fused) across the searchable tiers (or those named)."""
         return search_index(self.index, q, k=k, tiers=tiers, archived=archived)
 
-    def history(self, *, tier: str | None = None, ref: str | None = None, actor: str | None = None, limit: int = 50,
-                before_id: int | None = None) -> builtins.list[MemoryChange]:
+    def history(
+        self,
+        *,
+        tier: str | None = None,
+        ref: str | None = None,
+        actor: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> builtins.list[MemoryChange]:
         """Changes, newest first: of one row (tier + ref), one tier, or all."""
         if tier is not None:
             tier_of(tier)
@@ -157,8 +171,7 @@ class MemoryManager:
 
     # ---- writing -----------------------------------------------------------------------------------------------
 
-    def edit(self, tier: str, ref: str, edit: TierEdit | Mapping[str, Any], *,
-             thread_id: str = MAIN_THREAD) -> Changed:
+    def edit(self, tier: str, ref: str, edit: TierEdit | Mapping[str, Any], *, thread_id: str = MAIN_THREAD) -> Changed:
         """Only the given fields change (checked against the tier's edit model when given as a mapping)."""
         found: AnyTier = tier_of(tier)
         fields = edit if isinstance(edit, TierEdit) else found.parse_edit(edit)
@@ -179,8 +192,9 @@ class MemoryManager:
     def _consequences(self, ref: str, edit: TierEdit, thread_id: str) -> None:
         """What a status change also changes, the same for every door (managers/goals.py)."""
         if isinstance(edit, GoalEdit) and edit.status is not None:
-            self.house.goals.status_set(self.repos.goals.get(ref_id(ref)), edit.status, thread_id=thread_id,
-                                        root_thread=thread_id)
+            self.house.goals.status_set(
+                self.repos.goals.get(ref_id(ref)), edit.status, thread_id=thread_id, root_thread=thread_id
+            )
         elif isinstance(edit, TaskEdit) and edit.status is not None:
             self.house.tasks.status_set(ref_id(ref), edit.status, root_thread=thread_id)
 
@@ -210,16 +224,19 @@ class MemoryManager:
         chunked, stored. The same text twice is skipped. `source`: who gave it when it was not the owner at the
         web page (`Ann (guest, via matrix)`), kept with the document; `author`: their name, every chunk's author.
         The door syncs the index after the commit."""
-        return self.add_kept_document(self.keep_document(filename, data), source=source, author=author,
-                                      filename=filename)
+        return self.add_kept_document(
+            self.keep_document(filename, data), source=source, author=author, filename=filename
+        )
 
     def keep_document(self, filename: str, data: bytes) -> Path:
         """A document's bytes under the data dir, where the knowledge base keeps it (one directory per content
         hash), checked first (size, not empty, PDF or UTF-8 text by its content); nothing ingested yet — a channel
         keeps a document there while it waits for the owner's consent."""
         if len(data) > MAX_UPLOAD_BYTES:
-            raise TooLarge(f"the file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB; split it or upload a smaller "
-                           "one", field="file")
+            raise TooLarge(
+                f"the file is over {MAX_UPLOAD_BYTES // (1024 * 1024)} MB; split it or upload a smaller one",
+                field="file",
+            )
         if not data.strip():
             raise Invalid("the file is empty", field="file")
         suffix = _kind(filename, data)
@@ -269,20 +286,36 @@ class MemoryManager:
 
     # ---- the persona's own ---------------------------------------------------------------------------------------
 
-    def recall(self, text: str, *, k: int = 5, tiers: builtins.list[str] | None = None, days: int | None = None,
-               tags: builtins.list[str] | None = None, include_archived: bool = False,
-               happened_after: date | None = None, happened_before: date | None = None) -> builtins.list[Hit]:
+    def recall(
+        self,
+        text: str,
+        *,
+        k: int = 5,
+        tiers: builtins.list[str] | None = None,
+        days: int | None = None,
+        tags: builtins.list[str] | None = None,
+        include_archived: bool = False,
+        happened_after: date | None = None,
+        happened_before: date | None = None,
+    ) -> builtins.list[Hit]:
         """The persona's search: what it finds counts as used (its last-used time moves). `days` counts back over
         record time; `happened_after`/`happened_before` bound event time (memory/event_time.py). Only what this
         unit's audience may see (managers/audience.py): all of it for the owner and the persona alone."""
         now = self.house.deps.clock()
         wanted = max(1, min(k, MAX_RECALL))
         scope = self.house.actor.recall_tags()  # a guest's or a peer's tick: their conversation and shareable ones
-        hits = self.index.search(Query(text=text, k=wanted if scope is None or not tags else MAX_RECALL * 2,
-                                       tiers=tiers, tags=scope if scope is not None else tags,
-                                       include_archived=include_archived,
-                                       since=now - timedelta(days=days) if days else None,
-                                       happened_since=day_start(happened_after), happened_until=day_start(happened_before)))
+        hits = self.index.search(
+            Query(
+                text=text,
+                k=wanted if scope is None or not tags else MAX_RECALL * 2,
+                tiers=tiers,
+                tags=scope if scope is not None else tags,
+                include_archived=include_archived,
+                since=now - timedelta(days=days) if days else None,
+                happened_since=day_start(happened_after),
+                happened_until=day_start(happened_before),
+            )
+        )
         if scope is not None and tags:  # both: in scope, and with one of the tags asked for
             hits = [h for h in hits if set(tags) & {str(t) for t in h.item.tags or ()}][:wanted]
         self.repos.items.touch([h.item.id for h in hits], now)
@@ -304,8 +337,9 @@ class MemoryManager:
         self.repos.processes.add(by, f"{tier} {ref} archived on request", thread_id=thread_id)
         return True
 
-    def bring_back(self, tier: str, ref: str | int, *, by: str, thread_id: str, message: str | None = None,
-                   status: str = "ok") -> bool:
+    def bring_back(
+        self, tier: str, ref: str | int, *, by: str, thread_id: str, message: str | None = None, status: str = "ok"
+    ) -> bool:
         """The persona's restore (of an archived row, or a replaced core/notepad version), said in the process log
         (`message`, or "restored on request"); False when nothing was archived."""
         if not self.repos.restore(tier, ref):
@@ -343,18 +377,36 @@ class MemoryManager:
 
 def day_start(day: date | None) -> datetime | None:
     """A day's first moment in UTC (an event-time bound)."""
-    return None if day is None else datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+    return None if day is None else datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
-def search_index(index: RecallIndex, q: str, *, k: int = 10, tiers: builtins.list[str] | None = None,
-                 archived: bool = False, happened_after: date | None = None,
-                 happened_before: date | None = None) -> builtins.list[Hit]:
+def search_index(
+    index: RecallIndex,
+    q: str,
+    *,
+    k: int = 10,
+    tiers: builtins.list[str] | None = None,
+    archived: bool = False,
+    happened_after: date | None = None,
+    happened_before: date | None = None,
+) -> builtins.list[Hit]:
     """`MemoryManager.search` without a unit of work (the index reads on its own): Invalid naming the tiers that
     are not searchable; nothing for an empty query. `happened_after`/`happened_before` bound event time."""
     wanted = searchable(tiers)
-    return index.search(Query(text=q, k=k, tiers=wanted, include_archived=archived,
-                              happened_since=day_start(happened_after),
-                              happened_until=day_start(happened_before))) if q.strip() else []
+    return (
+        index.search(
+            Query(
+                text=q,
+                k=k,
+                tiers=wanted,
+                include_archived=archived,
+                happened_since=day_start(happened_after),
+                happened_until=day_start(happened_before),
+            )
+        )
+        if q.strip()
+        else []
+    )
 
 
 def _kind(filename: str, data: bytes) -> str | None:
@@ -375,4 +427,13 @@ def _safe_stem(filename: str) -> str:
     return re.sub(r"[^\w.\- ]+", "_", stem).strip(" .")[:120] or "document"
 
 
-__all__ = ["MAIN_THREAD", "MAX_UPLOAD_BYTES", "TIERS", "Changed", "KBUpload", "MemoryManager", "SearchUnavailable", "search_index"]
+__all__ = [
+    "MAIN_THREAD",
+    "MAX_UPLOAD_BYTES",
+    "TIERS",
+    "Changed",
+    "KBUpload",
+    "MemoryManager",
+    "SearchUnavailable",
+    "search_index",
+]

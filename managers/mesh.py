@@ -19,7 +19,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,15 +35,35 @@ from persona.yaml_lines import parse_yaml, read_text
 from reach.hmp.containers import Checked, Refused, check, check_value, encode, seal
 from reach.hmp.identity import Identity, verify
 from reach.hmp.limits import TokenBuckets
-from reach.hmp.schema import (OFFERS, CogSyncPayload, EvaluationPayload, HelloPayload, LinkOut, NoteEnvelopePayload,
-                              NotePayload, RotationPayload, TextPayload)
+from reach.hmp.schema import (
+    OFFERS,
+    CogSyncPayload,
+    EvaluationPayload,
+    HelloPayload,
+    LinkOut,
+    NoteEnvelopePayload,
+    NotePayload,
+    RotationPayload,
+    TextPayload,
+)
 
 if TYPE_CHECKING:
     from managers import Managers
 
 KEY_DIR, KEY_NAME = "mesh", "identity.key"  # <data dir>/mesh/identity.key, or the sealed secret "identity.key"
-REFUSAL_REASONS = ("forged", "replay", "expired", "oversized", "unknown_type", "malformed", "revoked", "flood",
-                   "blocked", "distrusted", "over_quota")
+REFUSAL_REASONS = (
+    "forged",
+    "replay",
+    "expired",
+    "oversized",
+    "unknown_type",
+    "malformed",
+    "revoked",
+    "flood",
+    "blocked",
+    "distrusted",
+    "over_quota",
+)
 # what only a misbehaving peer causes; a rate refusal (`flood`) is not among them: an honest peer leaving Isolated
 # Mode sends its outbox at once, and what was refused for rate comes again by sync (have / want)
 PENALISED = frozenset({"forged", "replay", "expired", "oversized", "unknown_type", "malformed"})
@@ -126,7 +146,7 @@ def _marks(values: Any) -> builtins.list[str]:
 
 def _aware(moment: datetime) -> datetime:
     """SQLite hands back naive datetimes; every time stored here is UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _voter_weight(trust: float) -> float:
@@ -179,8 +199,7 @@ class MeshManager:
         retired here, and the container waits in the outbox for the peers."""
         old = self.identity()
         new = Identity.generate()
-        statement = {"old": old.did, "new": new.did,
-                     "new_sig": new.sign(f"rotate:{old.did}".encode()).hex()}
+        statement = {"old": old.did, "new": new.did, "new_sig": new.sign(f"rotate:{old.did}".encode()).hex()}
         container = self._queue(seal(old, "rotation", statement, ttl=self.settings.default_ttl_s))
         self.secret_store().put(KEY_NAME, new.to_pem())
         self._identity = new
@@ -205,36 +224,66 @@ class MeshManager:
         return self.repo.revocation(did) is not None
 
     # ---- sending (the outbox) ---------------------------------------------------------------------------------------
-    def compose(self, type_: str, payload: Mapping[str, Any], *, recipient: str | None = None,
-                topic: str | None = None, lineage: Iterable[str] = (), ref: str | None = None,
-                ttl: int | None = None) -> dict[str, Any]:
+    def compose(
+        self,
+        type_: str,
+        payload: Mapping[str, Any],
+        *,
+        recipient: str | None = None,
+        topic: str | None = None,
+        lineage: Iterable[str] = (),
+        ref: str | None = None,
+        ttl: int | None = None,
+    ) -> dict[str, Any]:
         """A signed container from this persona, queued in the outbox (the door sends it when a peer is reachable)."""
-        container = seal(self.identity(), type_, payload, ttl=ttl or self.settings.default_ttl_s, lineage=lineage,
-                         recipient=recipient, topic=topic)
+        container = seal(
+            self.identity(),
+            type_,
+            payload,
+            ttl=ttl or self.settings.default_ttl_s,
+            lineage=lineage,
+            recipient=recipient,
+            topic=topic,
+        )
         return self._queue(container, ref=ref)
 
     def _queue(self, container: dict[str, Any], *, ref: str | None = None) -> dict[str, Any]:
         payload = container["payload"]
-        self.repo.add(MeshContainer(
-            id=container["id"], direction="out", type=container["type"], sender=container["sender"],
-            recipient=container["recipient"], topic=container["topic"],
-            ref=ref or payload.get("case") or payload.get("about") or None, body=container, status="queued",
-            created_at=self.house.deps.clock()))
+        self.repo.add(
+            MeshContainer(
+                id=container["id"],
+                direction="out",
+                type=container["type"],
+                sender=container["sender"],
+                recipient=container["recipient"],
+                topic=container["topic"],
+                ref=ref or payload.get("case") or payload.get("about") or None,
+                body=container,
+                status="queued",
+                created_at=self.house.deps.clock(),
+            )
+        )
         return container
 
     def hello(self, agent: str = "anima") -> dict[str, Any]:
         """A signed statement of who this persona is on the mesh — its DID (the signer) and the CogSync topics it
         listens to, nothing else — queued for the peers; the door sends one when it first reaches a peer, and a
         newcomer gets it by sync."""
-        return self.compose("hello", HelloPayload(topics=self.subscriptions()[:64], agent=agent[:200])
-                            .model_dump())
+        return self.compose("hello", HelloPayload(topics=self.subscriptions()[:64], agent=agent[:200]).model_dump())
 
     def journal(self, events: Iterable[Mapping[str, Any]]) -> int:
         """What the door saw (a peer met, a container received or refused, one sent) into the live journal, kind
         `mesh`: the Mesh page streams it (web/pages/live.py)."""
         now = self.house.deps.clock()
-        rows = [{"at": now, "kind": "mesh", "node": str(event.get("event", ""))[:128],
-                 "data": {k: v for k, v in event.items() if k != "event"}} for event in events]
+        rows = [
+            {
+                "at": now,
+                "kind": "mesh",
+                "node": str(event.get("event", ""))[:128],
+                "data": {k: v for k, v in event.items() if k != "event"},
+            }
+            for event in events
+        ]
         return self.house.repos.live_events.add_many(rows) if rows else 0
 
     def trim_journal(self, keep: int) -> int:
@@ -248,8 +297,15 @@ class MeshManager:
         return self.repo.mark_sent(ids, self.house.deps.clock()) if ids else 0
 
     # ---- receiving --------------------------------------------------------------------------------------------------
-    def receive(self, raw: bytes | str | dict[str, Any], *, limiter: TokenBuckets | None = None,
-                relay: str | None = None, now_ms: int | None = None, quota: StoreQuota | None = None) -> Outcome:
+    def receive(
+        self,
+        raw: bytes | str | dict[str, Any],
+        *,
+        limiter: TokenBuckets | None = None,
+        relay: str | None = None,
+        now_ms: int | None = None,
+        quota: StoreQuota | None = None,
+    ) -> Outcome:
         """Verify a container that arrived and apply it, or refuse it (counted; the sender's trust lowered for what
         only its sender can cause — a replay is held against the peer that relayed it, `relay`, when known). `raw`
         is its bytes, or the value a sync message's `bodies` carried (already read within bounds). A rate refusal
@@ -265,8 +321,9 @@ class MeshManager:
                 checked = check(raw, now_ms=now_ms, max_bytes=settings.max_container_bytes)
         except Refused as refused:  # an unproven sender is not blamed: the peer that delivered it is
             blamed = refused.sender if refused.verified else relay
-            return self._refuse(refused.reason, refused.detail, refused.sender or relay, refused.container_id,
-                                blamed=blamed)
+            return self._refuse(
+                refused.reason, refused.detail, refused.sender or relay, refused.container_id, blamed=blamed
+            )
         sender, cid = checked.sender, checked.id
         if sender == self.my_did():
             return Outcome("refused", "own", cid, sender)  # an echo of our own container: not counted
@@ -278,8 +335,9 @@ class MeshManager:
         if self.repo.get(cid) is not None:  # anyone can replay a peer's container: blame the relay
             return self._refuse("replay", "already have it", sender, cid, blamed=relay if relay != sender else None)
         if limiter is not None and not limiter.allow(sender):  # asked for again by sync: no fault of the sender's
-            return self._refuse("flood", f"over {settings.rate_per_s}/s (asked for again by sync)", sender, cid,
-                                blamed=None)
+            return self._refuse(
+                "flood", f"over {settings.rate_per_s}/s (asked for again by sync)", sender, cid, blamed=None
+            )
         trust = reputation.trust(sender)
         if trust < settings.min_trust:
             return self._refuse("distrusted", f"trust {trust:.2f} < {settings.min_trust}", sender, cid, blamed=None)
@@ -303,21 +361,28 @@ class MeshManager:
     def quota(self) -> StoreQuota:
         """The store's bounds (`mesh.store_*`) and what the database already holds from each peer."""
         settings = self.settings
-        quota = StoreQuota(per_peer=settings.store_per_peer_kb * 1024, total=settings.store_total_mb * 1024 * 1024,
-                           carry_per_peer=settings.carry_per_peer_kb * 1024,
-                           carry_total=settings.carry_total_mb * 1024 * 1024)
+        quota = StoreQuota(
+            per_peer=settings.store_per_peer_kb * 1024,
+            total=settings.store_total_mb * 1024 * 1024,
+            carry_per_peer=settings.carry_per_peer_kb * 1024,
+            carry_total=settings.carry_total_mb * 1024 * 1024,
+        )
         topics, me = set(self.subscriptions()), self.my_did()
         for sender, type_, topic, recipient, size in self.repo.kept_sizes():
             carried = topic not in topics if type_ == "cogsync" else recipient not in (None, me)
             quota.add(sender, size, carried=carried)
         return quota
 
-    def _refuse(self, reason: str, detail: str, sender: str | None, container_id: str | None, *,
-                blamed: str | None) -> Outcome:
+    def _refuse(
+        self, reason: str, detail: str, sender: str | None, container_id: str | None, *, blamed: str | None
+    ) -> Outcome:
         """Count the refusal (under the DID the container names) and lower the trust of `blamed` — the proven
         sender, or the peer that delivered what no signature proves."""
-        self.repo.refuse(MeshRefusal(sender=sender, reason=reason, container_id=container_id, detail=detail[:300],
-                                     at=self.house.deps.clock()))
+        self.repo.refuse(
+            MeshRefusal(
+                sender=sender, reason=reason, container_id=container_id, detail=detail[:300], at=self.house.deps.clock()
+            )
+        )
         if blamed and reason in PENALISED:
             self.house.reputation.penalise(blamed, reason, about=container_id)
         return Outcome("refused", reason, container_id, sender, detail=detail[:300])
@@ -330,11 +395,19 @@ class MeshManager:
             ref = payload.note.get("id")
         elif checked.type != "note":
             ref = container["payload"].get("case") or container["payload"].get("about")
-        row = MeshContainer(id=checked.id, direction="in", type=checked.type, sender=checked.sender,
-                            recipient=container["recipient"], topic=container["topic"],
-                            ref=str(ref)[:80] if isinstance(ref, str) and ref else None,
-                            body=container, status="accepted", trust=round(trust, 4),
-                            created_at=self.house.deps.clock())
+        row = MeshContainer(
+            id=checked.id,
+            direction="in",
+            type=checked.type,
+            sender=checked.sender,
+            recipient=container["recipient"],
+            topic=container["topic"],
+            ref=str(ref)[:80] if isinstance(ref, str) and ref else None,
+            body=container,
+            status="accepted",
+            trust=round(trust, 4),
+            created_at=self.house.deps.clock(),
+        )
         self.repo.add(row)
         applied = self._apply(row, checked)
         detail = ""
@@ -352,8 +425,9 @@ class MeshManager:
             text = payload.text[:NOTE_TEXT]
             if not text.strip():
                 return None
-            heard = self.house.conversation.hear(Words(text, door=Door.MESH, peer=row.sender,
-                                                       tags=self._note_tags(row)))
+            heard = self.house.conversation.hear(
+                Words(text, door=Door.MESH, peer=row.sender, tags=self._note_tags(row))
+            )
             return f"note {heard.note_id}"
         if isinstance(payload, NoteEnvelopePayload):
             return self._take_note(row, payload)
@@ -362,19 +436,27 @@ class MeshManager:
                 return None  # kept for sync and relaying (within the carry quota), not learned
             return self._learn(row, payload)
         if isinstance(payload, EvaluationPayload):
-            self.house.reputation.evaluate(payload.subject, payload.score, evaluator=row.sender, about=payload.about,
-                                           reason=payload.reason[:200], container_id=row.id)
+            self.house.reputation.evaluate(
+                payload.subject,
+                payload.score,
+                evaluator=row.sender,
+                about=payload.about,
+                reason=payload.reason[:200],
+                container_id=row.id,
+            )
             return "evaluation"
         if isinstance(payload, RotationPayload):
             try:
-                vouched = payload.old == row.sender and verify(payload.new, bytes.fromhex(payload.new_sig),
-                                                               f"rotate:{row.sender}".encode())
+                vouched = payload.old == row.sender and verify(
+                    payload.new, bytes.fromhex(payload.new_sig), f"rotate:{row.sender}".encode()
+                )
             except ValueError:
                 vouched = False
             self._retire(row.sender, replaced_by=payload.new if vouched else None, container_id=row.id)
             if vouched:  # the successor inherits the trust the old key had earned here
-                self.house.reputation.evaluate(payload.new, self.house.reputation.trust(row.sender),
-                                               reason="rotation", about=row.id)
+                self.house.reputation.evaluate(
+                    payload.new, self.house.reputation.trust(row.sender), reason="rotation", about=row.id
+                )
             return "rotation"
         if kind == "revocation":
             self._retire(row.sender, replaced_by=None, container_id=row.id)
@@ -387,24 +469,35 @@ class MeshManager:
         return kind  # solution, vote: read by tally(); hello, a note sealed by its author
 
     # ---- distributed notes (F2F) ---------------------------------------------------------------------------------
-    def share_note(self, text: str, *, mentions: Iterable[str] = (), hashtags: Iterable[str] = (),
-                   priority: int = 0) -> builtins.list[dict[str, Any]]:
+    def share_note(
+        self, text: str, *, mentions: Iterable[str] = (), hashtags: Iterable[str] = (), priority: int = 0
+    ) -> builtins.list[dict[str, Any]]:
         """A public note of this persona's, to each friend (managers/peers.py `friends`): the note sealed once by this
         persona — its signed origin, which every friend of a friend verifies and deduplicates by — inside an envelope
         addressed to each friend, hops 1. Only the words, mentions, hashtags and priority leave: never the local
         note's tags, llm id, hidden flag or author ids. ValueError when there is no friend to share with."""
         friends = [str(f.did) for f in self.house.peers.friends()]
         if not friends:
-            raise ValueError("I have no friends to share notes with (a peer tagged \"friend\": agents.tag, with my "
-                             "human's approval)")
-        note = seal(self.identity(), "note", {
-            "text": text[:NOTE_TEXT], "mentions": _marks(mentions), "hashtags": _marks(hashtags),
-            "priority": max(-10, min(10, int(priority)))}, ttl=self.settings.default_ttl_s)
+            raise ValueError(
+                'I have no friends to share notes with (a peer tagged "friend": agents.tag, with my human\'s approval)'
+            )
+        note = seal(
+            self.identity(),
+            "note",
+            {
+                "text": text[:NOTE_TEXT],
+                "mentions": _marks(mentions),
+                "hashtags": _marks(hashtags),
+                "priority": max(-10, min(10, int(priority))),
+            },
+            ttl=self.settings.default_ttl_s,
+        )
         return [self._envelope(note, 1, did) for did in friends]
 
     def _envelope(self, note: Mapping[str, Any], hops: int, friend: str) -> dict[str, Any]:
-        return self.compose("note", {"note": dict(note), "hops": hops}, recipient=friend, lineage=[str(note["id"])],
-                            ref=str(note["id"]))
+        return self.compose(
+            "note", {"note": dict(note), "hops": hops}, recipient=friend, lineage=[str(note["id"])], ref=str(note["id"])
+        )
 
     def _take_note(self, row: MeshContainer, payload: NoteEnvelopePayload) -> str | None:
         """A friend's envelope addressed here: the note inside is verified like any container (its author's
@@ -424,17 +517,30 @@ class MeshManager:
             return None
         origin, body = note.sender, note.payload
         reputation = self.house.reputation
-        if note.type != "note" or not isinstance(body, NotePayload) or note.container["recipient"] is not None \
-                or origin == self.my_did() or self.repo.note_applied(note.id) or reputation.is_blocked(origin) \
-                or self.is_revoked(origin) or reputation.trust(origin) < self.settings.min_trust:
+        if (
+            note.type != "note"
+            or not isinstance(body, NotePayload)
+            or note.container["recipient"] is not None
+            or origin == self.my_did()
+            or self.repo.note_applied(note.id)
+            or reputation.is_blocked(origin)
+            or self.is_revoked(origin)
+            or reputation.trust(origin) < self.settings.min_trust
+        ):
             return None
         text = body.text[:NOTE_TEXT]
         if not text.strip():
             return None
         marks = [f"#{t}" for t in _marks(body.hashtags)] + [f"@{m}" for m in _marks(body.mentions)]
-        heard = self.house.conversation.hear(Words(
-            text, door=Door.MESH, peer=row.sender, priority=body.priority,
-            tags=[*self._note_tags(row), f"origin:{origin}", f"hops:{hops}", *marks]))
+        heard = self.house.conversation.hear(
+            Words(
+                text,
+                door=Door.MESH,
+                peer=row.sender,
+                priority=body.priority,
+                tags=[*self._note_tags(row), f"origin:{origin}", f"hops:{hops}", *marks],
+            )
+        )
         row.local_tier, row.local_id = "note", heard.note_id
         self.house.repos.session.flush()
         if hops < self.settings.note_hops:
@@ -462,8 +568,9 @@ class MeshManager:
         tags = sorted({*payload.tags, *self._memory_tags(row), str(row.topic)})
         if payload.kind == "concept":
             name = (payload.name or text[:60])[:150]
-            concept = self.house.repos.concepts.add(f"{name} (from {row.sender[-8:]}, {row.id[7:15]})",
-                                                    description=text, tags=tags)
+            concept = self.house.repos.concepts.add(
+                f"{name} (from {row.sender[-8:]}, {row.id[7:15]})", description=text, tags=tags
+            )
             self._learn_links(row, concept.id, payload)
             tier, local_id = "concept", concept.id
         elif payload.kind == "abstract":
@@ -474,8 +581,13 @@ class MeshManager:
             tier, local_id = "diary", entry.id
         item = self.house.repos.items.find(tier, local_id)
         if item is not None:
-            item.meta = {**(item.meta or {}), "origin": "peer", "peer": row.sender, "trust": row.trust,
-                         "container": row.id}
+            item.meta = {
+                **(item.meta or {}),
+                "origin": "peer",
+                "peer": row.sender,
+                "trust": row.trust,
+                "container": row.id,
+            }
         row.local_tier, row.local_id = tier, local_id
         self.house.repos.session.flush()
         return f"{tier} {local_id}"
@@ -502,15 +614,33 @@ class MeshManager:
                 items.append((f"diary {entry.id}", {"kind": "diary", "text": entry.text, "tags": list(entry.tags)}))
         elif tier == "abstract":
             for abstract in self.house.abstracts.list(limit=limit, tags=[tag]):
-                items.append((f"abstract {abstract.id}", {"kind": "abstract", "title": abstract.title,
-                                                          "text": abstract.summary, "tags": list(abstract.tags or [])}))
+                items.append(
+                    (
+                        f"abstract {abstract.id}",
+                        {
+                            "kind": "abstract",
+                            "title": abstract.title,
+                            "text": abstract.summary,
+                            "tags": list(abstract.tags or []),
+                        },
+                    )
+                )
         else:
             for concept in self.house.repos.concepts.list(limit=limit * 5):
                 if tag not in (concept.tags or []):
                     continue
-                items.append((f"concept {concept.id}",
-                              {"kind": "concept", "name": concept.name, "text": concept.description or "",
-                               "tags": [tag], "links": self._links_of(concept.id)}))
+                items.append(
+                    (
+                        f"concept {concept.id}",
+                        {
+                            "kind": "concept",
+                            "name": concept.name,
+                            "text": concept.description or "",
+                            "tags": [tag],
+                            "links": self._links_of(concept.id),
+                        },
+                    )
+                )
         out = []
         for local, payload in items:
             if local in already or "from:peer" in payload.get("tags", []):
@@ -528,8 +658,13 @@ class MeshManager:
             target = self.house.repos.concepts.find_id(link.target_id)
             if target is None or target.status != "active":
                 continue
-            out.append(LinkOut(relation=link.relation[:100], target=target.name[:150],
-                               weight=max(0.0, min(100.0, float(link.weight)))).model_dump())
+            out.append(
+                LinkOut(
+                    relation=link.relation[:100],
+                    target=target.name[:150],
+                    weight=max(0.0, min(100.0, float(link.weight))),
+                ).model_dump()
+            )
         return out[:LINKS_SENT]
 
     def _learn_links(self, row: MeshContainer, concept_id: int, payload: CogSyncPayload) -> None:
@@ -539,13 +674,19 @@ class MeshManager:
         concepts, links = self.house.repos.concepts, self.house.repos.links
         tail, memory_tags = row.sender[-8:], self._memory_tags(row)
         for link in payload.links:
-            target = concepts.by_name(link.target) or concepts.by_name(f"{link.target} (from {tail})") \
+            target = (
+                concepts.by_name(link.target)
+                or concepts.by_name(f"{link.target} (from {tail})")
                 or concepts.named_like(f"{link.target} (from {tail}, ")
+            )
             if target is None:
-                target = concepts.add(f"{link.target} (from {tail})"[:200], description="",
-                                      tags=[*memory_tags, str(row.topic)])
+                target = concepts.add(
+                    f"{link.target} (from {tail})"[:200], description="", tags=[*memory_tags, str(row.topic)]
+                )
             edge = (target.id, link.relation)
-            if target.id == concept_id or edge in {(k.target_id, k.relation) for k in links.list(concept_id, limit=500)}:
+            if target.id == concept_id or edge in {
+                (k.target_id, k.relation) for k in links.list(concept_id, limit=500)
+            }:
                 continue
             links.add(concept_id, target.id, link.relation, weight=link.weight, tags=memory_tags)
 
@@ -582,14 +723,20 @@ class MeshManager:
         if before and bool(before.get("isolated")) == isolated and before.get("door") == door:
             return False
         began = now.isoformat() if isolated and not before.get("isolated") else before.get("isolated_since")
-        self.house.repos.config.mesh_connectivity = {"isolated": isolated, "since": now.isoformat(), "peers": peers,
-                                                     "door": door, "isolated_since": began}
+        self.house.repos.config.mesh_connectivity = {
+            "isolated": isolated,
+            "since": now.isoformat(),
+            "peers": peers,
+            "door": door,
+            "isolated_since": began,
+        }
         if before.get("isolated") and not isolated and isinstance(began, str):
             self._review(datetime.fromisoformat(began), now)
         return True
 
-    def emergency_decision(self, text: str, *, tags: Iterable[str] = (), thread_id: str | None = None,
-                           tick: int | None = None) -> int | None:
+    def emergency_decision(
+        self, text: str, *, tags: Iterable[str] = (), thread_id: str | None = None, tick: int | None = None
+    ) -> int | None:
         """In Isolated Mode, a decision the mesh's consensus would have had a say in, written into the diary tagged
         `emergency_consensus` (and `tags`) for review when the mesh is back: its id; None when not isolated."""
         if not self.isolated():
@@ -600,17 +747,22 @@ class MeshManager:
     def _review(self, since: datetime, now: datetime) -> None:
         """The mesh is back: the diary's emergency decisions since `since` (the persona's own so tagged among them),
         named in a system note for review."""
-        entries = [e for e in self.house.repos.diary.list(limit=200, tag=EMERGENCY)
-                   if _aware(e.created_at) >= _aware(since)]
+        entries = [
+            e for e in self.house.repos.diary.list(limit=200, tag=EMERGENCY) if _aware(e.created_at) >= _aware(since)
+        ]
         if not entries:
             return
         hours = (now - since).total_seconds() / 3600
         named = ", ".join(f"diary {e.id}" for e in entries[:REVIEW_LISTED])
         more = f" and {len(entries) - REVIEW_LISTED} more" if len(entries) > REVIEW_LISTED else ""
         self.house.repos.notes.add(
-            f"The mesh is back after {hours:.1f} h in Isolated Mode: {len(entries)} decision(s) I took alone are marked "
+            f"The mesh is back after {hours:.1f} h in Isolated Mode: {len(entries)} decision(s) I took alone are marked "  # noqa: E501
             f"{EMERGENCY} for review: {named}{more}. diary.read shows one; mesh.case puts one to my peers.",
-            source="system", tags=["mesh", EMERGENCY], priority=1, created_at=now)
+            source="system",
+            tags=["mesh", EMERGENCY],
+            priority=1,
+            created_at=now,
+        )
 
     # ---- consensus --------------------------------------------------------------------------------------------------
     def open_case(self, question: str, solutions: Iterable[str] = (), *, kind: str = "ethics_case") -> dict[str, Any]:
@@ -622,8 +774,10 @@ class MeshManager:
         for text in solutions:
             self.propose(case["id"], text)
         entry = self.emergency_decision(
-            f"The mesh is unreachable (Isolated Mode): its consensus on “{question[:300]}” (case {case['id'][:19]}…) is "
-            "deferred until a peer is back; meanwhile I decide on my own ethics and memory.", tags=["mesh", kind])
+            f"The mesh is unreachable (Isolated Mode): its consensus on “{question[:300]}” (case {case['id'][:19]}…) is "  # noqa: E501
+            "deferred until a peer is back; meanwhile I decide on my own ethics and memory.",
+            tags=["mesh", kind],
+        )
         return {**case, "emergency": entry} if entry is not None else case
 
     def propose(self, case_id: str, text: str) -> dict[str, Any]:
@@ -670,11 +824,29 @@ class MeshManager:
             total = weights.get("score", 0.0)
             score = scored / total if total else None
             result = None if score is None else "agree" if score > 0.2 else "disagree" if score < -0.2 else "undecided"
-            return Tally(case_id, case.type, question, solutions, dict(weights), len(last_vote), result,
-                         None if score is None else round(score, 4), unweighed)
+            return Tally(
+                case_id,
+                case.type,
+                question,
+                solutions,
+                dict(weights),
+                len(last_vote),
+                result,
+                None if score is None else round(score, 4),
+                unweighed,
+            )
         best = max((s for s in weights if weights[s] > 0), key=lambda s: weights[s], default=None)
-        return Tally(case_id, case.type, question, solutions, dict(weights), len(last_vote),
-                     solutions.get(best) if best else None, None, unweighed)
+        return Tally(
+            case_id,
+            case.type,
+            question,
+            solutions,
+            dict(weights),
+            len(last_vote),
+            solutions.get(best) if best else None,
+            None,
+            unweighed,
+        )
 
     def open_cases(self, limit: int = 20) -> builtins.list[Tally]:
         return [self.tally(c.id) for c in self.repo.cases(limit)]
@@ -735,8 +907,13 @@ class MeshManager:
         return self.repo.counts()
 
     def status(self) -> dict[str, Any]:
-        return {"did": self.my_did(), "containers": self.counts(), "refused": self.refused_counts(),
-                "subscriptions": self.subscriptions(), "outbox": len(self.outbox())}
+        return {
+            "did": self.my_did(),
+            "containers": self.counts(),
+            "refused": self.refused_counts(),
+            "subscriptions": self.subscriptions(),
+            "outbox": len(self.outbox()),
+        }
 
 
 __all__ = ["EMERGENCY", "REFUSAL_REASONS", "MeshManager", "Outcome", "Tally"]

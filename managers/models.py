@@ -2,7 +2,8 @@
 
 Choices are persisted in the `config` table — `repos.config.selected_llm` (the primary model) and
 `repos.config.llm_overrides()` — and applied at once to the registry of the process that made them
-(`ManagerDeps.llms`, when it has one) and by every other process at its next tick (nodes/context.py `Services.refresh`). The persona (`llm_registry.select/update`),
+(`ManagerDeps.llms`, when it has one) and by every other process at its next tick (nodes/context.py `Services.refresh`).
+The persona (`llm_registry.select/update`),
 the operator (`run.py llm …`) and the web app's Controls page make the same change here. `ask` starts a question
 to another model on a background thread (the persona's `llm_task.ask`).
 
@@ -135,13 +136,17 @@ class ModelManager:
         repos.config.selected_llm = llm_id
         return f"primary model: {llm_id or 'the highest priority'}"
 
-    def update(self, llm_id: str, *, priority: int | None = None, enabled: bool | None = None,
-               is_validator: bool | None = None) -> str:
+    def update(
+        self, llm_id: str, *, priority: int | None = None, enabled: bool | None = None, is_validator: bool | None = None
+    ) -> str:
         """Change a model's priority / enabled / is_validator (None: unchanged), persisted and applied; what changed.
         RegistryError when there is no such model or no model would be left enabled."""
         repos = self.repos
-        changes: dict[str, Any] = {k: v for k, v in (("priority", priority), ("enabled", enabled),
-                                                     ("is_validator", is_validator)) if v is not None}
+        changes: dict[str, Any] = {
+            k: v
+            for k, v in (("priority", priority), ("enabled", enabled), ("is_validator", is_validator))
+            if v is not None
+        }
         registered = repos.llm_registry.all()
         if not any(r.id == llm_id for r in registered):
             raise RegistryError(f"no model {llm_id!r} (have: {', '.join(r.id for r in registered)})")
@@ -172,12 +177,20 @@ class ModelManager:
         for r in repos.llm_registry.all():
             mine = changes.get(r.id, {})
             last = next((c for c in reversed(recent) if c.llm_id == r.id), None)
-            rows.append(ModelRow(id=r.id, provider=r.provider, model=r.model,
-                                 priority=int(mine.get("priority", r.priority)),
-                                 enabled=bool(mine.get("enabled", r.enabled)),
-                                 is_validator=bool(mine.get("is_validator", r.is_validator)),
-                                 trust_score=r.trust_score, selected=r.id == selected, primary=r.id == primary,
-                                 last_call_ok=None if last is None else last.ok))
+            rows.append(
+                ModelRow(
+                    id=r.id,
+                    provider=r.provider,
+                    model=r.model,
+                    priority=int(mine.get("priority", r.priority)),
+                    enabled=bool(mine.get("enabled", r.enabled)),
+                    is_validator=bool(mine.get("is_validator", r.is_validator)),
+                    trust_score=r.trust_score,
+                    selected=r.id == selected,
+                    primary=r.id == primary,
+                    last_call_ok=None if last is None else last.ok,
+                )
+            )
         return sorted(rows, key=lambda row: (not row["enabled"], -row["priority"], row["id"]))
 
     # -- the run's registry ------------------------------------------------------------------------------------------
@@ -186,8 +199,9 @@ class ModelManager:
         """The configured models and, after them, the ones added at run time (Controls, `run.py llm add`, the API)."""
         added = self.repos.config.added_llms()
         configured = {e["id"] for e in entries}
-        return entries + [{**entry, "id": llm_id, "added": True} for llm_id, entry in added.items()
-                          if llm_id not in configured]
+        return entries + [
+            {**entry, "id": llm_id, "added": True} for llm_id, entry in added.items() if llm_id not in configured
+        ]
 
     def sync_registry(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Record the run's models in `llm_registry` (the missing ones disabled); trust scores learnt earlier are
@@ -197,19 +211,41 @@ class ModelManager:
         for entry in entries:
             existing = known.get(entry["id"])
             trust = existing.trust_score if existing is not None else float(entry.get("trust_score", 1.0))
-            self.repos.llm_registry.upsert(entry["id"], provider=entry.get("provider", "llamacpp"),
-                                           model=entry.get("model", ""), priority=int(entry.get("priority", 0)),
-                                           is_validator=bool(entry.get("is_validator", False)), trust_score=trust,
-                                           enabled=True, config=entry.get("config") or {})
+            self.repos.llm_registry.upsert(
+                entry["id"],
+                provider=entry.get("provider", "llamacpp"),
+                model=entry.get("model", ""),
+                priority=int(entry.get("priority", 0)),
+                is_validator=bool(entry.get("is_validator", False)),
+                trust_score=trust,
+                enabled=True,
+                config=entry.get("config") or {},
+            )
             merged.append({**entry, "trust_score": trust})
         self.repos.llm_registry.disable_missing([e["id"] for e in entries])
         return merged
 
     def record_call(self, call: dict[str, Any]) -> None:
         """A model call, for the accounting (tokens, latency, failures: the controls and the tick's totals)."""
-        self.repos.llm_calls.record(**{k: call.get(k) for k in (
-            "thread_id", "tick", "purpose", "llm_id", "provider", "model", "prompt_tokens", "completion_tokens",
-            "cached_tokens", "latency_ms", "ok", "error")})
+        self.repos.llm_calls.record(
+            **{
+                k: call.get(k)
+                for k in (
+                    "thread_id",
+                    "tick",
+                    "purpose",
+                    "llm_id",
+                    "provider",
+                    "model",
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "cached_tokens",
+                    "latency_ms",
+                    "ok",
+                    "error",
+                )
+            }
+        )
 
     def health(self) -> list[ModelHealth]:
         """Every registered model with its persisted choices and how its last 200 calls went, in registry order."""
@@ -221,13 +257,25 @@ class ModelManager:
             calls = [c for c in recent if c.llm_id == entry.id]
             last = calls[-1] if calls else None
             mine = chosen[entry.id]
-            out.append(ModelHealth(
-                id=entry.id, provider=entry.provider, model=entry.model, priority=mine["priority"],
-                enabled=mine["enabled"], is_validator=mine["is_validator"], selected=mine["selected"],
-                trust_score=entry.trust_score, base_url=(entry.config or {}).get("base_url"), calls=len(calls),
-                failures=sum(1 for c in calls if not c.ok), last_ok=last.ok if last else None,
-                last_error=last.error if last else None, last_latency_ms=last.latency_ms if last else None,
-                added=entry.id in added))
+            out.append(
+                ModelHealth(
+                    id=entry.id,
+                    provider=entry.provider,
+                    model=entry.model,
+                    priority=mine["priority"],
+                    enabled=mine["enabled"],
+                    is_validator=mine["is_validator"],
+                    selected=mine["selected"],
+                    trust_score=entry.trust_score,
+                    base_url=(entry.config or {}).get("base_url"),
+                    calls=len(calls),
+                    failures=sum(1 for c in calls if not c.ok),
+                    last_ok=last.ok if last else None,
+                    last_error=last.error if last else None,
+                    last_latency_ms=last.latency_ms if last else None,
+                    added=entry.id in added,
+                )
+            )
         return out
 
     def run_choices(self) -> tuple[dict[str, dict[str, Any]], str | None, dict[str, Any]]:
@@ -245,8 +293,16 @@ class ModelManager:
         """The base URLs of the registered models (a local server already known is not offered again)."""
         return {(e.config or {}).get("base_url") for e in self.repos.llm_registry.all()}
 
-    def add(self, base_url: str, model: str, *, name: str | None = None, api_key: str | None = None,
-            api_key_env: str | None = None, check: bool = True) -> ModelRow:
+    def add(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        name: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        check: bool = True,
+    ) -> ModelRow:
         """A model on an OpenAI-compatible server, added to the registry after a health check (its model list and
         one short completion; `check=False` skips it); persisted, applied here and by a running loop at its next tick.
         The key, when given, goes to a 0600 file in the data dir's secrets/ (the entry keeps only its path);
@@ -277,12 +333,26 @@ class ModelManager:
             config["api_key_file"] = str(write_secret(secrets, f"llm-{llm_id}.key", api_key).resolve())
         elif api_key_env:
             config["api_key_env"] = api_key_env
-        entry = {"id": llm_id, "provider": "openai", "model": model, "priority": ADDED_PRIORITY, "config": config,
-                 "description": name or ""}
+        entry = {
+            "id": llm_id,
+            "provider": "openai",
+            "model": model,
+            "priority": ADDED_PRIORITY,
+            "config": config,
+            "description": name or "",
+        }
         self.repos.config.set_added_llm(llm_id, entry)
-        self.repos.llm_registry.upsert(llm_id, provider="openai", model=model, priority=ADDED_PRIORITY,
-                                       is_validator=False, trust_score=1.0, enabled=True, config=config,
-                                       description=name or "")
+        self.repos.llm_registry.upsert(
+            llm_id,
+            provider="openai",
+            model=model,
+            priority=ADDED_PRIORITY,
+            is_validator=False,
+            trust_score=1.0,
+            enabled=True,
+            config=config,
+            description=name or "",
+        )
         if self.llms is not None:
             self.llms.adopt(self.repos.config.added_llms())
         return next(row for row in self.listing() if row["id"] == llm_id)
@@ -293,8 +363,9 @@ class ModelManager:
         if llm_id not in added:
             known = {r.id for r in self.repos.llm_registry.all()}
             if llm_id in known:
-                raise RegistryError(f"{llm_id!r} is configured (config.yaml or the command line), not added here: "
-                                    "disable it instead")
+                raise RegistryError(
+                    f"{llm_id!r} is configured (config.yaml or the command line), not added here: disable it instead"
+                )
             raise ModelNotFound(f"no model {llm_id!r}")
         key_file = (added[llm_id].get("config") or {}).get("api_key_file")
         rest = {i: e for i, e in added.items() if i != llm_id}
@@ -316,15 +387,26 @@ class ModelManager:
     def _settings(self, what: str) -> Settings:
         return self.house_deps.settings
 
-    def ask(self, llm_id: str, question: str, *, max_tokens: int, thread_id: str,
-            task_id: int | None = None) -> tuple[ProcessLog, ProcessRun]:
+    def ask(
+        self, llm_id: str, question: str, *, max_tokens: int, thread_id: str, task_id: int | None = None
+    ) -> tuple[ProcessLog, ProcessRun]:
         """A question to another model, as a pending process and its background run (the caller launches the run
         once the transaction commits); RegistryError when the model is not enabled here."""
         if self.llms is not None and llm_id not in self.llms.ids:
             raise RegistryError(f"no enabled model {llm_id!r} (have: {', '.join(self.llms.ids)})")
-        row = self.repos.processes.add("llm_task", f"asked {llm_id}: {question[:200]}", status="pending",
-                                       thread_id=thread_id, tags=["background", "llm_task"], llm_id=llm_id,
-                                       task_id=task_id)
-        run = self.repos.runs.add(row.id, "llm_task", thread_id=thread_id,
-                                  spec={"llm": llm_id, "question": question, "max_tokens": max_tokens})
+        row = self.repos.processes.add(
+            "llm_task",
+            f"asked {llm_id}: {question[:200]}",
+            status="pending",
+            thread_id=thread_id,
+            tags=["background", "llm_task"],
+            llm_id=llm_id,
+            task_id=task_id,
+        )
+        run = self.repos.runs.add(
+            row.id,
+            "llm_task",
+            thread_id=thread_id,
+            spec={"llm": llm_id, "question": question, "max_tokens": max_tokens},
+        )
         return row, run

@@ -22,11 +22,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from memory.models import Note
-from memory.note_kinds import OWN_SOURCES, NoteSource
+from memory.note_kinds import OWN_SOURCES, OWNER_SOURCES, NoteSource
 from memory.repositories import NotFound
-from memory.note_kinds import OWNER_SOURCES
 from memory.tiers import Conflict
-
 from persona.settings import NotesFilter
 
 if TYPE_CHECKING:
@@ -62,8 +60,7 @@ def notes_filter(cycle: Mapping[str, Any], settings: Settings) -> NotesFilter:
     `cycle.notes_filter`; an older cycle's `notes_min_priority` still counts."""
     stored = cycle.get(FILTER_KEY)
     try:
-        wanted = NotesFilter.model_validate(stored) if isinstance(stored, Mapping) else (
-            settings.cycle.notes_filter)
+        wanted = NotesFilter.model_validate(stored) if isinstance(stored, Mapping) else (settings.cycle.notes_filter)
     except ValidationError:  # written by an older version: the configured one holds
         wanted = settings.cycle.notes_filter
     if wanted.min_priority is None and cycle.get("notes_min_priority") is not None:
@@ -94,13 +91,21 @@ class NoteManager:
             return Incoming(notes, len(notes), wanted)
         since = now - timedelta(hours=wanted.max_age_hours) if wanted.max_age_hours is not None else None
         found, unread = self.repos.notes.unread_filtered(
-            limit=limit * SCAN_FACTOR if wanted.mentions else limit, min_priority=wanted.min_priority,
-            tags=wanted.tags, sources=wanted.sources, mentions=wanted.mentions, since=since)
+            limit=limit * SCAN_FACTOR if wanted.mentions else limit,
+            min_priority=wanted.min_priority,
+            tags=wanted.tags,
+            sources=wanted.sources,
+            mentions=wanted.mentions,
+            since=since,
+        )
         if wanted.mentions:  # the query found `@ann` in `@anna` too: a mention must end where the name does
             names = {m.lower() for m in wanted.mentions}
             owners = {p.id for p in self.repos.people.owners()}
-            found = [n for n in found if n.source in OWNER_SOURCES or (n.source == "channel" and n.author_id in owners)
-                     or _mentions(n, names)][:limit]
+            found = [
+                n
+                for n in found
+                if n.source in OWNER_SOURCES or (n.source == "channel" and n.author_id in owners) or _mentions(n, names)
+            ][:limit]
         return Incoming(found, unread, wanted)
 
     def read(self, note_id: int) -> Note:
@@ -111,13 +116,30 @@ class NoteManager:
         self.repos.notes.mark_read([note_id])
         return note
 
-    def add(self, text: str, *, tags: Iterable[str] = (), priority: int = 0, task_id: int | None = None,
-            thread_id: str | None = None, llm_id: str | None = None, now: datetime | None = None) -> Note:
+    def add(
+        self,
+        text: str,
+        *,
+        tags: Iterable[str] = (),
+        priority: int = 0,
+        task_id: int | None = None,
+        thread_id: str | None = None,
+        llm_id: str | None = None,
+        now: datetime | None = None,
+    ) -> Note:
         """The persona's note; written in a task's sub-cycle (`task_id`), it goes to the main loop unread."""
         from_task = task_id is not None
-        return self.repos.notes.add(text, source=NoteSource.TASK if from_task else NoteSource.PERSONA, tags=list(tags), task_id=task_id,
-                                    priority=priority, thread_id=thread_id, llm_id=llm_id, read=not from_task,
-                                    created_at=now)
+        return self.repos.notes.add(
+            text,
+            source=NoteSource.TASK if from_task else NoteSource.PERSONA,
+            tags=list(tags),
+            task_id=task_id,
+            priority=priority,
+            thread_id=thread_id,
+            llm_id=llm_id,
+            read=not from_task,
+            created_at=now,
+        )
 
     def tag(self, note_id: int, tags: builtins.list[str]) -> Note:
         note = self.repos.notes.set_tags(note_id, tags)
@@ -128,15 +150,24 @@ class NoteManager:
     def mark_read(self, ids: Iterable[int], read: bool = True) -> int:
         return self.repos.notes.mark_read([int(i) for i in ids], read=read)
 
-    def update(self, note_id: int, *, text: str | None = None, tags: builtins.list[str] | None = None,
-               priority: int | None = None) -> Note:
+    def update(
+        self,
+        note_id: int,
+        *,
+        text: str | None = None,
+        tags: builtins.list[str] | None = None,
+        priority: int | None = None,
+    ) -> Note:
         """Change what is given; NotFound for a missing or hidden note, Conflict for another's text."""
         note = self.repos.notes.get(note_id)
         if note is None or note.hidden:
             raise NotFound(f"no note {note_id}")
         if text is not None and note.source not in OWN_SOURCES:
-            raise Conflict(f"note {note_id} is from {note.source}; I change only the text of my own notes "
-                           "(its tags and priority I may change)", field="text")
+            raise Conflict(
+                f"note {note_id} is from {note.source}; I change only the text of my own notes "
+                "(its tags and priority I may change)",
+                field="text",
+            )
         self.repos.notes.update(note_id, text=text, tags=tags, priority=priority)
         return note
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 import i18n
 from i18n import N_
 
-CONTACT_REQUEST = N_("{name} wrote to me on {channel} for the first time. Their message waits for you on the People "
-                     "page: let them in or refuse them.")
-CONTACT_REQUEST_CLAIM = N_("Someone wrote to me on {channel} claiming to be {name}, but the channel could not verify "
-                           "it ({why}). It waits for you on the People page.")
+CONTACT_REQUEST = N_(
+    "{name} wrote to me on {channel} for the first time. Their message waits for you on the People "
+    "page: let them in or refuse them."
+)
+CONTACT_REQUEST_CLAIM = N_(
+    "Someone wrote to me on {channel} claiming to be {name}, but the channel could not verify "
+    "it ({why}). It waits for you on the People page."
+)
 APPROVAL = N_("I would like to run {command}, and it waits for your approval (approval {id}): {reason}")
 REFUSED = N_("My message to {name} on {channel} could not be delivered: {error}")
 STRANGER = N_("Hello! I've passed your message to my owner, who decides whether we talk. Thank you for your patience.")

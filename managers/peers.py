@@ -38,7 +38,7 @@ import hashlib
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -95,7 +95,7 @@ class Overloaded(Refused):
 
 def _aware(moment: datetime) -> datetime:
     """SQLite hands back naive datetimes; every time stored here is UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def valid_name(name: str) -> str:
@@ -197,8 +197,16 @@ class PeerManager:
             raise NotFound(f"no peer {key!r} (agents.list shows them)")
         return peer
 
-    def add(self, name: str, *, a2a_url: str | None = None, did: str | None = None, p2p_addrs: Iterable[str] = (),
-            added_by: str = "owner", note: str = "") -> Peer:
+    def add(
+        self,
+        name: str,
+        *,
+        a2a_url: str | None = None,
+        did: str | None = None,
+        p2p_addrs: Iterable[str] = (),
+        added_by: str = "owner",
+        note: str = "",
+    ) -> Peer:
         """A peer added by the owner (or the persona, approved; or a spawn). One met before by that DID or address
         is taken over under this name."""
         name = valid_name(name)
@@ -221,19 +229,35 @@ class PeerManager:
             met.p2p_addrs = sorted({*(met.p2p_addrs or []), *(str(a) for a in p2p_addrs)})
             self.repos.peers.flush()
             return met
-        return self.repos.peers.add(name, did=did or None, a2a_url=a2a_url, p2p_addrs=[str(a) for a in p2p_addrs],
-                                    added_by=added_by, note=note[:2000], now=self._now())
+        return self.repos.peers.add(
+            name,
+            did=did or None,
+            a2a_url=a2a_url,
+            p2p_addrs=[str(a) for a in p2p_addrs],
+            added_by=added_by,
+            note=note[:2000],
+            now=self._now(),
+        )
 
     def _met_by(self, did: str | None, a2a_url: str | None) -> Peer | None:
         """The peer met (nobody added it) with this DID or A2A address."""
-        for peer in (self.repos.peers.find(did) if did else None, self.repos.peers.by_url(a2a_url) if a2a_url else None):
+        for peer in (
+            self.repos.peers.find(did) if did else None,
+            self.repos.peers.by_url(a2a_url) if a2a_url else None,
+        ):
             if peer is not None and peer.added_by == MET:
                 return peer
         return None
 
     # ---- met: on the mesh, over A2A ----
-    def met(self, key: str, *, transport: str | None = None, offers: Mapping[str, Any] | None = None,
-            now: datetime | None = None) -> Peer:
+    def met(
+        self,
+        key: str,
+        *,
+        transport: str | None = None,
+        offers: Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> Peer:
         """A peer met: on the mesh (`key`: a DID its signed `have` or hello proved; `transport`: the libp2p peer it
         spoke from) or over A2A (`key`: the URL of an agent the persona wrote to). A known peer is seen now; one not
         known becomes a peer `added_by` met, named `peer-…` (`agent-…`) — knowing it grants nothing. `offers`: what it
@@ -243,8 +267,15 @@ class PeerManager:
         address = None if is_did else key.strip().rstrip("/")
         peer = self.repos.peers.find(key) if is_did else self.repos.peers.by_url(str(address))
         if peer is None:
-            peer = self.repos.peers.add(met_name(key, self.repos.peers.names()), did=key if is_did else None,
-                                        a2a_url=address, p2p_addrs=[], added_by=MET, note="", now=moment)
+            peer = self.repos.peers.add(
+                met_name(key, self.repos.peers.names()),
+                did=key if is_did else None,
+                a2a_url=address,
+                p2p_addrs=[],
+                added_by=MET,
+                note="",
+                now=moment,
+            )
         if transport:
             here = f"/p2p/{transport}"  # a met peer's latest address only: its sidecar has a new one each start
             peer.p2p_addrs = [here] if peer.added_by == MET else sorted({*(peer.p2p_addrs or []), here})
@@ -262,9 +293,11 @@ class PeerManager:
         met = self.repos.peers.met()
         if len(met) <= MET_KEPT:
             return
-        spare = sorted((p for p in met if not p.tags and not p.blocked and not self.repos.peers.credentials(p.id)),
-                       key=lambda p: _aware(p.last_seen or p.created_at))
-        for peer in spare[:len(met) - MET_KEPT]:
+        spare = sorted(
+            (p for p in met if not p.tags and not p.blocked and not self.repos.peers.credentials(p.id)),
+            key=lambda p: _aware(p.last_seen or p.created_at),
+        )
+        for peer in spare[: len(met) - MET_KEPT]:
             self.repos.peers.delete(peer)
 
     def known(self, audience: Audience | None = None, *, include_blocked: bool = False) -> builtins.list[Peer]:
@@ -276,19 +309,24 @@ class PeerManager:
         if not include_blocked and any(p.did for p in rows):  # no blocklist read when no peer has a DID
             blocked = {b.did for b in self.house.reputation.blocklist()}
             rows = [p for p in rows if not (p.did and p.did in blocked)]
-        ordered = [p for p in rows if p.added_by != MET] + sorted((p for p in rows if p.added_by == MET),
-                                                                   key=lambda p: p.id)
+        ordered = [p for p in rows if p.added_by != MET] + sorted(
+            (p for p in rows if p.added_by == MET), key=lambda p: p.id
+        )
         if audience.private:
             return ordered
         own = {audience.peer} if audience.role == Role.PEER and audience.peer else set()
         return [p for p in ordered if SHAREABLE in (p.tags or []) or own & {p.name, p.did}]
 
-    def for_prompt(self, audience: Audience | None = None, limit: int = PROMPT_PEERS) -> tuple[builtins.list[KnownPeer], int]:
+    def for_prompt(
+        self, audience: Audience | None = None, limit: int = PROMPT_PEERS
+    ) -> tuple[builtins.list[KnownPeer], int]:
         """The first `limit` peers `audience` may be shown (`known`), as the prompt names them, and how many more
         there are."""
         rows = self.known(audience)
-        shown = [KnownPeer(p.name, p.did, self.trust(p.did), tuple(p.tags or ()), p.added_by == MET,
-                           dict(p.offers or {})) for p in rows[:limit]]
+        shown = [
+            KnownPeer(p.name, p.did, self.trust(p.did), tuple(p.tags or ()), p.added_by == MET, dict(p.offers or {}))
+            for p in rows[:limit]
+        ]
         return shown, len(rows) - len(shown)
 
     def remove(self, key: str | int) -> Peer:
@@ -305,8 +343,9 @@ class PeerManager:
         """A new credential for the peer: (its row, the token). The token is returned this once and never kept."""
         peer = self.get(key)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        row = self.repos.peers.add_credential(peer_id=peer.id, token_hash=token_hash(token), hint=token[:TOKEN_HINT],
-                                              issued_by=by[:64], now=self._now())
+        row = self.repos.peers.add_credential(
+            peer_id=peer.id, token_hash=token_hash(token), hint=token[:TOKEN_HINT], issued_by=by[:64], now=self._now()
+        )
         return row, token
 
     def credentials(self, key: str | int | None = None) -> builtins.list[PeerCredential]:
@@ -322,8 +361,11 @@ class PeerManager:
 
     def _revoke(self, peer: Peer, credential_id: int | None) -> builtins.list[PeerCredential]:
         now = self._now()
-        revoked = [c for c in self.repos.peers.credentials(peer.id)
-                   if c.revoked_at is None and (credential_id is None or c.id == credential_id)]
+        revoked = [
+            c
+            for c in self.repos.peers.credentials(peer.id)
+            if c.revoked_at is None and (credential_id is None or c.id == credential_id)
+        ]
         for row in revoked:
             row.revoked_at = now
         self.repos.peers.flush()
@@ -407,8 +449,11 @@ class PeerManager:
 
     def friends(self) -> builtins.list[Peer]:
         """The peers tagged `friend` that have a DID and are not blocked (ours, or the mesh's blocklist)."""
-        return [p for p in self.list(include_blocked=False)
-                if FRIEND in (p.tags or []) and p.did and not self.house.reputation.is_blocked(p.did)]
+        return [
+            p
+            for p in self.list(include_blocked=False)
+            if FRIEND in (p.tags or []) and p.did and not self.house.reputation.is_blocked(p.did)
+        ]
 
     def seen(self, key: str | int, now: datetime | None = None) -> None:
         peer = self.find(key)
@@ -419,7 +464,9 @@ class PeerManager:
         peer.last_seen = moment
         self.repos.peers.flush()
 
-    def attach_addresses(self, key: str | int, *, did: str | None = None, p2p_addrs: Iterable[str] | None = None) -> Peer:
+    def attach_addresses(
+        self, key: str | int, *, did: str | None = None, p2p_addrs: Iterable[str] | None = None
+    ) -> Peer:
         """The mesh learned a peer's DID or multiaddrs on the wire."""
         peer = self.get(key)
         if did and did != peer.did:
@@ -457,8 +504,11 @@ class PeerManager:
         cases, refused containers, the A2A outbox and what peers wrote."""
         mesh = self.house.mesh
         return {
-            "peers": [{"peer": p, "trust": self.trust(p.did), "history": self.trust_history(p.did)} for p in self.list()
-                      if not (p.added_by == MET and p.did)],  # those met on the mesh are under `discovered`
+            "peers": [
+                {"peer": p, "trust": self.trust(p.did), "history": self.trust_history(p.did)}
+                for p in self.list()
+                if not (p.added_by == MET and p.did)
+            ],  # those met on the mesh are under `discovered`
             "learned": builtins.list(mesh.learned(limit=limit)),
             "open_cases": builtins.list(mesh.open_cases()),
             "refused": builtins.list(mesh.refused_recent(limit=limit)),
@@ -471,19 +521,37 @@ class PeerManager:
     def info(self, key: str | int) -> dict[str, Any]:
         peer = self.get(key)
         sent = [r for r in self.repos.peers.outbox(limit=500) if r.peer_name == peer.name]
-        return {"name": peer.name, "did": peer.did, "a2a_url": peer.a2a_url, "p2p_addrs": list(peer.p2p_addrs or []),
-                "added_by": peer.added_by, "note": peer.note, "blocked": peer.blocked, "tags": list(peer.tags or []),
-                "first_seen": peer.first_seen, "last_seen": peer.last_seen, "trust": self.trust(peer.did),
-                "outbox": {s: sum(1 for r in sent if r.status == s) for s in ("pending", "sent", "failed")}}
+        return {
+            "name": peer.name,
+            "did": peer.did,
+            "a2a_url": peer.a2a_url,
+            "p2p_addrs": list(peer.p2p_addrs or []),
+            "added_by": peer.added_by,
+            "note": peer.note,
+            "blocked": peer.blocked,
+            "tags": list(peer.tags or []),
+            "first_seen": peer.first_seen,
+            "last_seen": peer.last_seen,
+            "trust": self.trust(peer.did),
+            "outbox": {s: sum(1 for r in sent if r.status == s) for s in ("pending", "sent", "failed")},
+        }
 
     # ---- met on the mesh, not added ----
     def discovered(self) -> builtins.list[dict[str, Any]]:
         """The peers met on the mesh that nobody added (the Mesh page offers the owner to add each under a name of
         theirs), the most recently seen first."""
-        rows = [{"did": p.did, "name": p.name, "offers": dict(p.offers or {}),
-                 "transport": (p.p2p_addrs or [""])[0].removeprefix("/p2p/"),
-                 "first_seen": p.first_seen, "last_seen": p.last_seen}
-                for p in self.repos.peers.met() if p.did]
+        rows = [
+            {
+                "did": p.did,
+                "name": p.name,
+                "offers": dict(p.offers or {}),
+                "transport": (p.p2p_addrs or [""])[0].removeprefix("/p2p/"),
+                "first_seen": p.first_seen,
+                "last_seen": p.last_seen,
+            }
+            for p in self.repos.peers.met()
+            if p.did
+        ]
         return sorted(rows, key=lambda r: str(r["last_seen"]), reverse=True)
 
     # ---- what arrives ----
@@ -496,9 +564,18 @@ class PeerManager:
             peer = next((p for p in self.list() if p.name.lower() == lowered), None)
         return peer.name if peer is not None else claimed
 
-    def incoming(self, author: str, text: str, *, task_id: str | None, message_id: str | None = None,
-                 now: datetime | None = None, context_id: str | None = None, caller: str = "",
-                 limits: InboundLimits | None = None) -> tuple[Note, A2AInbound | None]:
+    def incoming(
+        self,
+        author: str,
+        text: str,
+        *,
+        task_id: str | None,
+        message_id: str | None = None,
+        now: datetime | None = None,
+        context_id: str | None = None,
+        caller: str = "",
+        limits: InboundLimits | None = None,
+    ) -> tuple[Note, A2AInbound | None]:
         """A message from a peer (or an unnamed A2A agent): a note from it, unread, fenced as data in the prompt; with
         `task_id`, the A2A task that waits for the persona's reply — a new one, or the caller's own task the persona
         asked it something in (`asked`: this message is the answer). `caller` is who the credential proved. The same
@@ -518,8 +595,12 @@ class PeerManager:
         existing = self.repos.peers.inbound(task_id) if task_id else None
         if message_id and existing is None:
             known = self.repos.peers.inbound_by_message(author, message_id)
-            if known is not None and known.caller == caller and known.reply_note_id is None \
-                    and known.status in ("waiting", "expired"):
+            if (
+                known is not None
+                and known.caller == caller
+                and known.reply_note_id is None
+                and known.status in ("waiting", "expired")
+            ):
                 note = self.repos.peers.note(known.note_id)
                 if note is not None:
                     return note, known
@@ -531,27 +612,36 @@ class PeerManager:
         if task_id and limits is not None:
             since = moment - OPEN_WINDOW
             if self.repos.peers.open_count(since, caller) >= limits.open_per_caller:
-                raise Overloaded(f"{limits.open_per_caller} messages of this caller wait for my answer; send again "
-                                 "once I have answered")
+                raise Overloaded(
+                    f"{limits.open_per_caller} messages of this caller wait for my answer; send again "
+                    "once I have answered"
+                )
             if self.repos.peers.open_count(since) >= limits.open_total:
                 raise Overloaded(f"{limits.open_total} messages wait for my answer; send again later")
-        tags = ([TASK_TAG + task_id] if task_id else []) \
-            + ([f"a2a_context:{context_id}"] if task_id and context_id else [])
-        heard = self.house.conversation.hear(Words(text, door=Door.A2A, peer=author, priority=1,
-                                                   tags=tags, at=moment))  # the one way in: a note, remembered
+        tags = ([TASK_TAG + task_id] if task_id else []) + (
+            [f"a2a_context:{context_id}"] if task_id and context_id else []
+        )
+        heard = self.house.conversation.hear(
+            Words(text, door=Door.A2A, peer=author, priority=1, tags=tags, at=moment)
+        )  # the one way in: a note, remembered
         note = self.repos.notes.get(heard.note_id)
         assert note is not None  # written just now, in this unit
         self.seen(author, moment)
         inbound = None
         if existing is not None:
             existing.note_id, existing.message_id, existing.status = note.id, message_id, "waiting"
-            existing.reply_note_id, existing.reply_kind, existing.reply_parts, existing.answered_at = \
-                None, "answer", [], None
+            existing.reply_note_id, existing.reply_kind, existing.reply_parts, existing.answered_at = (
+                None,
+                "answer",
+                [],
+                None,
+            )
             self.repos.peers.flush()
             inbound = existing
         elif task_id:
-            inbound = self.repos.peers.open_inbound(task_id=task_id, message_id=message_id, peer_name=author,
-                                                    caller=caller, note_id=note.id, now=moment)
+            inbound = self.repos.peers.open_inbound(
+                task_id=task_id, message_id=message_id, peer_name=author, caller=caller, note_id=note.id, now=moment
+            )
         return note, inbound
 
     def reply_for(self, task_id: str) -> TaskReply | None:
@@ -575,13 +665,24 @@ class PeerManager:
         note = self.repos.peers.note(row.note_id)
         tags = list(note.tags or []) if note is not None else []
         context = next((t.split(":", 1)[1] for t in tags if t.startswith("a2a_context:")), task_id)
-        return {"task_id": row.task_id, "context_id": context, "peer": row.peer_name, "status": row.status,
-                "asked": note.text if note is not None else "", "message_id": row.message_id,
-                "reply": self.reply_for(task_id),
-                "history": [{"role": "agent" if said.source == NoteSource.PERSONA.value else "user",
-                             "text": said.text, "note_id": said.id}
-                            for said in self.repos.peers.tagged_a2a_notes(TASK_TAG + task_id, TASK_HISTORY_KEPT)
-                            if said.id != row.reply_note_id]}
+        return {
+            "task_id": row.task_id,
+            "context_id": context,
+            "peer": row.peer_name,
+            "status": row.status,
+            "asked": note.text if note is not None else "",
+            "message_id": row.message_id,
+            "reply": self.reply_for(task_id),
+            "history": [
+                {
+                    "role": "agent" if said.source == NoteSource.PERSONA.value else "user",
+                    "text": said.text,
+                    "note_id": said.id,
+                }
+                for said in self.repos.peers.tagged_a2a_notes(TASK_TAG + task_id, TASK_HISTORY_KEPT)
+                if said.id != row.reply_note_id
+            ],
+        }
 
     def cancel(self, task_id: str, caller: str) -> bool:
         """The caller cancels its task: it takes no reply any more (the persona's next message to that peer goes
@@ -611,8 +712,18 @@ class PeerManager:
             self.repos.peers.flush()
 
     # ---- what goes out ----
-    def send(self, to: str, text: str, *, thread_id: str | None, llm_id: str | None, now: datetime,
-             kind: str = "answer", parts: Sequence[dict[str, Any]] = (), note_id: int | None = None) -> tuple[Note, str]:
+    def send(
+        self,
+        to: str,
+        text: str,
+        *,
+        thread_id: str | None,
+        llm_id: str | None,
+        now: datetime,
+        kind: str = "answer",
+        parts: Sequence[dict[str, Any]] = (),
+        note_id: int | None = None,
+    ) -> tuple[Note, str]:
         """The persona's message to a peer (a name, a DID, or any A2A agent's URL): an outgoing note, then the
         answer to the peer's waiting A2A task (the one whose message is note `note_id`, else its oldest), or a row
         in the outbox. `kind`: an answer, a question (the task waits for the caller's answer: input-required), a
@@ -632,14 +743,24 @@ class PeerManager:
             raise NotFound(f"no peer {to!r}: agents.list shows them; any A2A agent is reached by its URL")
         if peer is not None and peer.blocked:
             raise Refused(f"{peer.name} is blocked")
-        told = self.house.conversation.tell(text[:MAX_TEXT], peer=name, door=Door.A2A, thread_id=thread_id,
-                                            llm_id=llm_id, now=now,
-                                            tags=[TASK_TAG + waiting.task_id] if waiting is not None else ())
+        told = self.house.conversation.tell(
+            text[:MAX_TEXT],
+            peer=name,
+            door=Door.A2A,
+            thread_id=thread_id,
+            llm_id=llm_id,
+            now=now,
+            tags=[TASK_TAG + waiting.task_id] if waiting is not None else (),
+        )
         note = self.repos.notes.get(told.note_id)
         assert note is not None  # written just now, in this unit
         if waiting is not None:
             waiting.reply_note_id, waiting.answered_at = note.id, now
-            waiting.reply_kind, waiting.reply_parts, waiting.status = kind, [dict(p) for p in parts], STATUS_OF_REPLY[kind]
+            waiting.reply_kind, waiting.reply_parts, waiting.status = (
+                kind,
+                [dict(p) for p in parts],
+                STATUS_OF_REPLY[kind],
+            )
             self.repos.peers.flush()
             what = {"question": "a question in", "decline": "declining"}.get(kind, "the answer to")
             return note, f"{what} {name}'s A2A task"
@@ -705,23 +826,48 @@ class PeerManager:
     def outbox(self, *, status: str | None = None, limit: int = 50) -> builtins.list[A2AOutbox]:
         return self.repos.peers.outbox(status=status, limit=limit)
 
-    def count_refusal(self, caller: str, reason: str, *, count: int = 1, size: int = 0, detail: str = "",
-                      at: datetime | None = None) -> None:
+    def count_refusal(
+        self, caller: str, reason: str, *, count: int = 1, size: int = 0, detail: str = "", at: datetime | None = None
+    ) -> None:
         """The A2A endpoint refused `count` requests of `caller` for `reason` (web/a2a.py counts them in batches)."""
-        self.repos.peers.count_refusal(caller[:140], reason[:40], count=count, size=size, detail=detail[:500],
-                                       at=at or self._now())
+        self.repos.peers.count_refusal(
+            caller[:140], reason[:40], count=count, size=size, detail=detail[:500], at=at or self._now()
+        )
 
     def refusals(self, limit: int = 100) -> builtins.list[dict[str, Any]]:
         """What the A2A endpoint refused, by caller (a peer's name, `anonymous`, `unauthenticated`) and reason."""
         names = {f"peer:{p.id}": p.name for p in self.list()}
-        return [{"caller": names.get(r.caller, r.caller), "reason": r.reason, "count": r.count, "bytes": r.bytes,
-                 "detail": r.detail, "first_at": r.first_at, "last_at": r.last_at}
-                for r in self.repos.peers.refusals(limit)]
+        return [
+            {
+                "caller": names.get(r.caller, r.caller),
+                "reason": r.reason,
+                "count": r.count,
+                "bytes": r.bytes,
+                "detail": r.detail,
+                "first_at": r.first_at,
+                "last_at": r.last_at,
+            }
+            for r in self.repos.peers.refusals(limit)
+        ]
 
     def heard_from(self, limit: int = 50) -> builtins.list[Note]:
         """What peers wrote, newest first."""
         return self.repos.peers.notes_from(PEER_SOURCE, limit)
 
 
-__all__ = ["ANONYMOUS", "ANONYMOUS_PREFIX", "FRIEND", "MET", "PEER_SOURCE", "InboundLimits", "KnownPeer", "Overloaded",
-           "PeerManager", "TaskReply", "clean_offers", "is_agent_url", "token_hash", "valid_name"]
+__all__ = [
+    "ANONYMOUS",
+    "ANONYMOUS_PREFIX",
+    "FRIEND",
+    "MET",
+    "PEER_SOURCE",
+    "InboundLimits",
+    "KnownPeer",
+    "Overloaded",
+    "PeerManager",
+    "TaskReply",
+    "clean_offers",
+    "is_agent_url",
+    "token_hash",
+    "valid_name",
+]

@@ -80,10 +80,19 @@ class PersonView:
     groups: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "role": self.role, "preferred_channel": self.preferred_channel,
-                "language": self.language, "quiet_hours": self.quiet_hours, "about": self.about,
-                "added_by": self.added_by, "identities": [{"channel": c, "address": a} for c, a in self.identities],
-                "last_channel": self.last_channel, "groups": list(self.groups)}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "preferred_channel": self.preferred_channel,
+            "language": self.language,
+            "quiet_hours": self.quiet_hours,
+            "about": self.about,
+            "added_by": self.added_by,
+            "identities": [{"channel": c, "address": a} for c, a in self.identities],
+            "last_channel": self.last_channel,
+            "groups": list(self.groups),
+        }
 
 
 @dataclass(frozen=True)
@@ -126,7 +135,7 @@ def reads_as(display_name: str, name: str) -> bool:
     if not want:
         return False
     words = _name_words(display_name)
-    runs = {"".join(words)} | {"".join(words[i:i + len(want)]) for i in range(len(words) - len(want) + 1)}
+    runs = {"".join(words)} | {"".join(words[i : i + len(want)]) for i in range(len(words) - len(want) + 1)}
     target = "".join(want)
     if target in runs:
         return True
@@ -176,11 +185,19 @@ class PeopleManager:
     def view(self, person: Person) -> PersonView:
         identities = self.repos.people.identities(person.id)
         last = self.repos.people.last_identity(person.id)
-        return PersonView(id=person.id, name=person.name, role=person.role, preferred_channel=person.preferred_channel,
-                          language=person.language, quiet_hours=person.quiet_hours, about=person.about,
-                          added_by=person.added_by, identities=tuple((i.channel, i.address) for i in identities),
-                          last_channel=last.channel if last is not None else None,
-                          groups=tuple(self.repos.people.groups_of([person.id])[person.id]))
+        return PersonView(
+            id=person.id,
+            name=person.name,
+            role=person.role,
+            preferred_channel=person.preferred_channel,
+            language=person.language,
+            quiet_hours=person.quiet_hours,
+            about=person.about,
+            added_by=person.added_by,
+            identities=tuple((i.channel, i.address) for i in identities),
+            last_channel=last.channel if last is not None else None,
+            groups=tuple(self.repos.people.groups_of([person.id])[person.id]),
+        )
 
     def list(self) -> builtins.list[PersonView]:
         self.owner()
@@ -203,9 +220,17 @@ class PeopleManager:
 
     # -- changes (the operator's doors, or the persona's after the owner's approval) ---------------------------------
 
-    def add(self, name: str, *, role: str = "guest", preferred_channel: str | None = None,
-            language: str | None = None, quiet_hours: str | None = None, about: str = "",
-            by: str = "operator") -> Person:
+    def add(
+        self,
+        name: str,
+        *,
+        role: str = "guest",
+        preferred_channel: str | None = None,
+        language: str | None = None,
+        quiet_hours: str | None = None,
+        about: str = "",
+        by: str = "operator",
+    ) -> Person:
         self.owner()  # the owner comes first (a new database's first person)
         name = " ".join(str(name).split())
         if not 1 <= len(name) <= 120:
@@ -215,8 +240,15 @@ class PeopleManager:
             raise PeopleError(f"there is already a person named {name!r}")
         if role == "owner" and not by.startswith(("operator", "web", "cli")):
             raise PeopleError("only the operator makes another owner")
-        return self.repos.people.add(name, role=role, added_by=by, preferred_channel=preferred_channel,
-                                     language=language, quiet_hours=quiet_hours, about=about)
+        return self.repos.people.add(
+            name,
+            role=role,
+            added_by=by,
+            preferred_channel=preferred_channel,
+            language=language,
+            quiet_hours=quiet_hours,
+            about=about,
+        )
 
     def update(self, who: str | int, *, by: str = "operator", **changes: Any) -> Person:
         person = self.find(who)
@@ -366,20 +398,40 @@ class PeopleManager:
         views = []
         for request in self.contact_requests(status):
             claims = self.identify(request.channel, request.address) if request.warning else None
-            reason = next((r.removeprefix("unverified: ") for r in self.repos.channels.reasons(request.id)
-                           if r.startswith("unverified: ")), "")
+            reason = next(
+                (
+                    r.removeprefix("unverified: ")
+                    for r in self.repos.channels.reasons(request.id)
+                    if r.startswith("unverified: ")
+                ),
+                "",
+            )
             held = tuple(row.held_text or "" for row in self.repos.channels.held(request.id))
-            views.append(RequestView(request=request, claims=claims, unverified=reason if request.warning else "",
-                                     lookalike=self.lookalike(request.channel, request.address, request.sender_name),
-                                     dropped=dropped.get(request.id, (0, 0))[0], held=held))
+            views.append(
+                RequestView(
+                    request=request,
+                    claims=claims,
+                    unverified=reason if request.warning else "",
+                    lookalike=self.lookalike(request.channel, request.address, request.sender_name),
+                    dropped=dropped.get(request.id, (0, 0))[0],
+                    held=held,
+                )
+            )
         return views
 
     def dropped_before_requests(self) -> tuple[int, int]:
         """(messages, senders) dropped because the channel's waiting contact requests were at their cap."""
         return self.repos.channels.dropped_over_caps().get(None, (0, 0))
 
-    def accept(self, request_id: int, *, by_person: int | None = None, name: str | None = None,
-               role: str = "guest", now: datetime) -> Person:
+    def accept(
+        self,
+        request_id: int,
+        *,
+        by_person: int | None = None,
+        name: str | None = None,
+        role: str = "guest",
+        now: datetime,
+    ) -> Person:
         """The owner lets the sender in: a person (or `name`, an existing one, gets this identity) and their held
         messages become notes from them."""
         self.require_owner(by_person, "accepts a contact request")
@@ -388,16 +440,18 @@ class PeopleManager:
         if request.warning and taken is not None:
             claimed = self.get(taken.person_id)
             whose = claimed.name
-            mine = (" or, if it was you, take it in as your own (vouch)" if claimed.role == "owner" else "")
-            raise PeopleError(f"{request.address} on {request.channel} is {whose}'s, and this sender failed "
-                              f"authentication: it cannot be let in as {whose} (refuse it{mine}; {whose}'s own "
-                              "authenticated mail arrives as theirs)")
+            mine = " or, if it was you, take it in as your own (vouch)" if claimed.role == "owner" else ""
+            raise PeopleError(
+                f"{request.address} on {request.channel} is {whose}'s, and this sender failed "
+                f"authentication: it cannot be let in as {whose} (refuse it{mine}; {whose}'s own "
+                "authenticated mail arrives as theirs)"
+            )
         existing = self.repos.people.by_name(name) if name else None
-        person = existing or self.add(name or request.sender_name or request.address, role=role,
-                                      by=f"contact request {request.id}")
+        person = existing or self.add(
+            name or request.sender_name or request.address, role=role, by=f"contact request {request.id}"
+        )
         if self.repos.people.identity(request.channel, request.address) is None:
-            identity = self.repos.people.add_identity(person.id, request.channel, request.address,
-                                                      request.conversation)
+            identity = self.repos.people.add_identity(person.id, request.channel, request.address, request.conversation)
             identity.last_seen_at = now
         request.status, request.person_id, request.decided_at = "accepted", person.id, now
         request.decided_by = "operator" if by_person is None else f"person {by_person}"
@@ -405,7 +459,7 @@ class PeopleManager:
         return person
 
     def vouch(self, request_id: int, *, by_person: int | None = None, now: datetime) -> Person:
-        """"It was me": an owner, at their own door (the web page, the terminal), takes in a held request that
+        """ "It was me": an owner, at their own door (the web page, the terminal), takes in a held request that
         claims their own address but failed authentication — its messages become notes from them, as if they had
         typed them there. Only for an owner's own address: no one vouches for someone else's mail."""
         self.require_owner(by_person, "vouches for a message")
@@ -413,8 +467,7 @@ class PeopleManager:
         taken = self.repos.people.identity(request.channel, request.address)
         claimed = self.get(taken.person_id) if taken is not None else None
         if claimed is None or claimed.role != "owner" or (by_person is not None and by_person != claimed.id):
-            raise PeopleError(f"contact request {request_id} does not claim your own address: only refuse or accept "
-                              "it")
+            raise PeopleError(f"contact request {request_id} does not claim your own address: only refuse or accept it")
         request.status, request.person_id, request.decided_at = "accepted", claimed.id, now
         request.decided_by = ("operator" if by_person is None else f"person {by_person}") + " (vouched)"
         self.house.channels.release_held(request, claimed, vouched=True)
@@ -454,4 +507,15 @@ def _forgetting_words_of(person_id: int) -> Any:
     return change
 
 
-__all__ = ["RIGHTS", "ROLES", "Forgotten", "PeopleError", "right", "PeopleManager", "PersonView", "RequestView", "name_key", "reads_as"]
+__all__ = [
+    "RIGHTS",
+    "ROLES",
+    "Forgotten",
+    "PeopleError",
+    "right",
+    "PeopleManager",
+    "PersonView",
+    "RequestView",
+    "name_key",
+    "reads_as",
+]

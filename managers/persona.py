@@ -1,7 +1,8 @@
 """The persona's own settings, and the record of its human's edits of its files.
 
 Its own settings: the few it may change itself (`persona.settings.SELF_EDITABLE`), stored in the config table
-(`repos.config.self_changes()`) over its config.yaml, each change checked against the whole settings model before it is kept. The persona changes
+(`repos.config.self_changes()`) over its config.yaml, each change checked against the whole settings model before it is
+kept. The persona changes
 one with `config.update` (after its human's approval); every process takes the change at its next tick
 (nodes/context.py `Services.refresh`). A change of `memory_manager.mode` is an abstract trigger.
 
@@ -115,8 +116,9 @@ class PersonaManager:
 
     def edits(self, limit: int = 20) -> list[PersonaEdit]:
         """The human's latest edits, newest first."""
-        return [PersonaEdit(at=e["at"], what=e["what"], by=e["by"])
-                for e in reversed(self.repos.config.persona_edits)][:limit]
+        return [PersonaEdit(at=e["at"], what=e["what"], by=e["by"]) for e in reversed(self.repos.config.persona_edits)][
+            :limit
+        ]
 
     def recorded_directory(self) -> str | None:
         """The persona directory this data dir runs with, as recorded (its own copy once it was edited)."""
@@ -136,8 +138,9 @@ class PersonaManager:
         """The persona's own setting changes (config.update), by dotted key."""
         return self.repos.config.self_changes()
 
-    def change_setting(self, key: str, value: Any, *, current: Settings,
-                       reload: Callable[[dict[str, Any]], Settings], thread_id: str) -> SettingChange:
+    def change_setting(
+        self, key: str, value: Any, *, current: Settings, reload: Callable[[dict[str, Any]], Settings], thread_id: str
+    ) -> SettingChange:
         """Keep the persona's change of `key` (one of SELF_EDITABLE: the caller checks it) once `reload` — the run's
         settings with these self changes — accepts it (its SettingsError otherwise, nothing kept)."""
         settings = reload({**self.self_changes(), key: value})

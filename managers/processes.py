@@ -69,8 +69,12 @@ class RunView:
 
 # how a job ended → its process_log status (a stop is a warning; a job its dead process left is offline)
 PROCESS_STATUS: dict[str, ProcessStatus] = {
-    RunStatus.OK: ProcessStatus.OK, RunStatus.ERROR: ProcessStatus.ERROR, RunStatus.TIMEOUT: ProcessStatus.TIMEOUT,
-    RunStatus.KILLED: ProcessStatus.WARNING, RunStatus.OFFLINE: ProcessStatus.OFFLINE}
+    RunStatus.OK: ProcessStatus.OK,
+    RunStatus.ERROR: ProcessStatus.ERROR,
+    RunStatus.TIMEOUT: ProcessStatus.TIMEOUT,
+    RunStatus.KILLED: ProcessStatus.WARNING,
+    RunStatus.OFFLINE: ProcessStatus.OFFLINE,
+}
 
 
 class ProcessManager:
@@ -95,8 +99,9 @@ class ProcessManager:
         """The active script of that name (NotFound otherwise)."""
         return self.repos.scripts.get(name)
 
-    def save_script(self, *, name: str, language: str, code: str, description: str = "",
-                    replace: bool = False) -> SavedScript:
+    def save_script(
+        self, *, name: str, language: str, code: str, description: str = "", replace: bool = False
+    ) -> SavedScript:
         """Store the script (not run). Refused when the code is over `scripts.max_code_chars`, or when a script of
         that name exists and `replace` is not set."""
         limit = self.config.max_code_chars
@@ -107,7 +112,7 @@ class ProcessManager:
         except LookupError:
             existing = None
         if existing is not None and not replace:
-            raise Refused(f"I have a script {name!r} already; {{\"replace\": true}} rewrites it")
+            raise Refused(f'I have a script {name!r} already; {{"replace": true}} rewrites it')
         script, _ = self.repos.scripts.save(name, language, code, description)
         return SavedScript(script, rewritten=existing is not None, enabled=language in self.config.languages)
 
@@ -118,36 +123,66 @@ class ProcessManager:
 
     # -- processes ---------------------------------------------------------------------------------------------------
 
-    def start(self, *, script: str, args: list[str], thread_id: str, timeout_s: float | None = None,
-              memory_mb: int | None = None, llm_id: str | None = None, task_id: int | None = None) -> StartedRun:
+    def start(
+        self,
+        *,
+        script: str,
+        args: list[str],
+        thread_id: str,
+        timeout_s: float | None = None,
+        memory_mb: int | None = None,
+        llm_id: str | None = None,
+        task_id: int | None = None,
+    ) -> StartedRun:
         """A run of the script, recorded and waiting for its background job (the door launches `run` after commit).
         Refused when its language is not enabled or `scripts.max_running` runs are running; the limits are cut to
         the operator's maximums."""
         config = self.config
         row = self.repos.scripts.get(script)
         if row.language not in config.languages:
-            raise Refused(f"{row.language} scripts are not enabled here "
-                          f"(config.yaml scripts.languages: {', '.join(config.languages)})")
+            raise Refused(
+                f"{row.language} scripts are not enabled here "
+                f"(config.yaml scripts.languages: {', '.join(config.languages)})"
+            )
         running = len(self.repos.runs.with_status(*RUNNING))
         if running >= config.max_running:
             raise Refused(f"{running} of at most {config.max_running} processes are running already")
         timeout = min(float(config.timeout_s if timeout_s is None else timeout_s), config.max_timeout_s)
         memory = min(int(config.memory_mb if memory_mb is None else memory_mb), config.max_memory_mb)
-        process = self.repos.processes.add(f"process:{row.name}", f"script {row.name} waits to start", status="pending",
-                                           thread_id=thread_id, tags=["background", "script"], llm_id=llm_id,
-                                           task_id=task_id)
-        run = self.repos.runs.add(process.id, "script", thread_id=thread_id, script_id=row.id,
-                                  spec={"script": row.name, "args": list(args), "timeout_s": timeout,
-                                        "memory_mb": memory, "output_chars": config.output_chars})
+        process = self.repos.processes.add(
+            f"process:{row.name}",
+            f"script {row.name} waits to start",
+            status="pending",
+            thread_id=thread_id,
+            tags=["background", "script"],
+            llm_id=llm_id,
+            task_id=task_id,
+        )
+        run = self.repos.runs.add(
+            process.id,
+            "script",
+            thread_id=thread_id,
+            script_id=row.id,
+            spec={
+                "script": row.name,
+                "args": list(args),
+                "timeout_s": timeout,
+                "memory_mb": memory,
+                "output_chars": config.output_chars,
+            },
+        )
         row.runs = int(row.runs or 0) + 1
         network = config.jail == "none" or row.name in config.network
         return StartedRun(process, run, row, timeout, memory, network)
 
-    def listing(self, thread_id: str, *, open_only: bool = True,
-                limit: int = 10) -> list[tuple[ProcessLog, ProcessRun | None]]:
+    def listing(
+        self, thread_id: str, *, open_only: bool = True, limit: int = 10
+    ) -> list[tuple[ProcessLog, ProcessRun | None]]:
         """The thread's processes (the open ones, or every recent one), each with its background run if it has one."""
-        return [(p, self.repos.runs.of_process(p.id))
-                for p in self.repos.processes.listing(thread_id, open_only=open_only, limit=limit)]
+        return [
+            (p, self.repos.runs.of_process(p.id))
+            for p in self.repos.processes.listing(thread_id, open_only=open_only, limit=limit)
+        ]
 
     def stop(self, process_id: int) -> tuple[ProcessRun, bool]:
         """The script run behind the process and whether it is still running (the door stops it after commit).
@@ -182,8 +217,9 @@ class ProcessManager:
         """The script a run runs (archived since, it still runs)."""
         return self.repos.scripts.get(run.spec["script"], include_archived=True)
 
-    def run_started(self, run_id: int, *, pid: int | None, owner: str, workdir: str | None, now: datetime,
-                    said: str) -> RunView:
+    def run_started(
+        self, run_id: int, *, pid: int | None, owner: str, workdir: str | None, now: datetime, said: str
+    ) -> RunView:
         """The job runs (its process_log row `in_progress`, saying `said`)."""
         run = self.run(run_id)
         self.repos.runs.started(run_id, pid=pid, owner=owner, workdir=workdir, now=now)
@@ -198,9 +234,13 @@ class ProcessManager:
             return False
         self.repos.runs.finished(run_id, status, output=text, exit_code=exit_code, now=now)
         script = run.spec.get("script")
-        self.repos.processes.set_status(run.process_id, PROCESS_STATUS.get(status, ProcessStatus.ERROR), text, now,
-                                        sources=[provenance.source("script", f"script {script} (run {run_id})", text)]
-                                        if script else None)
+        self.repos.processes.set_status(
+            run.process_id,
+            PROCESS_STATUS.get(status, ProcessStatus.ERROR),
+            text,
+            now,
+            sources=[provenance.source("script", f"script {script} (run {run_id})", text)] if script else None,
+        )
         return True
 
     def model_answered(self, run_id: int, answer: str, *, completion_tokens: int | None, now: datetime) -> bool:
@@ -210,16 +250,23 @@ class ProcessManager:
         if run.status != "running":
             return False
         llm, question = run.spec["llm"], run.spec["question"]
-        note = self.repos.notes.add(f"{llm} answers my question “{budget(question, 300)}”:\n{answer}",
-                                    source=NoteSource.OTHER_MODEL, tags=["llm_task", f"llm:{llm}"],
-                                    thread_id=run.thread_id, llm_id=llm, created_at=now)
+        note = self.repos.notes.add(
+            f"{llm} answers my question “{budget(question, 300)}”:\n{answer}",
+            source=NoteSource.OTHER_MODEL,
+            tags=["llm_task", f"llm:{llm}"],
+            thread_id=run.thread_id,
+            llm_id=llm,
+            created_at=now,
+        )
         self.repos.runs.finished(run_id, "ok", output=answer, exit_code=None, now=now)
-        self.repos.processes.set_status(run.process_id, "ok", f"{llm} answered (note {note.id}, {completion_tokens} "
-                                        "tokens)", now)
+        self.repos.processes.set_status(
+            run.process_id, "ok", f"{llm} answered (note {note.id}, {completion_tokens} tokens)", now
+        )
         return True
 
-    def recover(self, token: str, alive: Callable[[str | None], bool], kill: Callable[[int], Any],
-                now: datetime) -> tuple[list[int], int]:
+    def recover(
+        self, token: str, alive: Callable[[str | None], bool], kill: Callable[[int], Any], now: datetime
+    ) -> tuple[list[int], int]:
         """At start-up: (the jobs recorded but never started, how many a dead process left running — marked
         offline, their process group killed)."""
         pending = [r.id for r in self.repos.runs.with_status("pending")]

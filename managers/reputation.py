@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from memory.models import MeshBlock, MeshEvaluation
@@ -38,7 +38,7 @@ class PeerTrust:
 
 
 def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 class ReputationManager:
@@ -55,13 +55,28 @@ class ReputationManager:
         return float(0.5 ** (age / self.half_life.total_seconds()))
 
     # ---- writing --------------------------------------------------------------------------------------------------
-    def evaluate(self, subject: str, score: float, *, evaluator: str = LOCAL, about: str | None = None,
-                 reason: str = "", container_id: str | None = None, at: datetime | None = None) -> MeshEvaluation:
+    def evaluate(
+        self,
+        subject: str,
+        score: float,
+        *,
+        evaluator: str = LOCAL,
+        about: str | None = None,
+        reason: str = "",
+        container_id: str | None = None,
+        at: datetime | None = None,
+    ) -> MeshEvaluation:
         """Record one evaluation (score clamped to −1…+1). A peer's evaluation of itself is ignored (returned, not
         stored) — a peer cannot raise its own trust."""
-        row = MeshEvaluation(evaluator=evaluator, subject=subject, score=max(-1.0, min(1.0, float(score))),
-                             about=about, reason=reason[:200], container_id=container_id,
-                             at=at or self.house.deps.clock())
+        row = MeshEvaluation(
+            evaluator=evaluator,
+            subject=subject,
+            score=max(-1.0, min(1.0, float(score))),
+            about=about,
+            reason=reason[:200],
+            container_id=container_id,
+            at=at or self.house.deps.clock(),
+        )
         if evaluator != subject:
             self.repo.add(row)
         return row
@@ -102,7 +117,9 @@ class ReputationManager:
             total += evaluation.score * self._decay(evaluation.at, now) * weights[evaluation.evaluator]
         return math.tanh(total)
 
-    def trust_history(self, did: str, *, points: int = 20, since: datetime | None = None) -> list[tuple[datetime, float]]:
+    def trust_history(
+        self, did: str, *, points: int = 20, since: datetime | None = None
+    ) -> list[tuple[datetime, float]]:
         """Trust over time: `points` moments from the first evaluation (or `since`) to now; [] for a peer nobody
         evaluated (its 0.0 is "unknown", not a measured trust)."""
         now = self.house.deps.clock()
@@ -125,8 +142,12 @@ class ReputationManager:
     def table(self) -> list[PeerTrust]:
         """Every known peer's trust, evaluations, refusals, blocked."""
         evaluations, refusals = self.repo.subjects(), self.house.repos.mesh.refused_by_sender()
-        return [PeerTrust(did, round(self.trust(did), 4), evaluations.get(did, 0), refusals.get(did, 0),
-                          self.is_blocked(did)) for did in self.known()]
+        return [
+            PeerTrust(
+                did, round(self.trust(did), 4), evaluations.get(did, 0), refusals.get(did, 0), self.is_blocked(did)
+            )
+            for did in self.known()
+        ]
 
     def drift(self, *, window: int = 20) -> dict[str, dict[str, float]]:
         """Each evaluator's mean distance from the other evaluators' mean on the same subject/about, over its last
@@ -144,11 +165,15 @@ class ReputationManager:
                     deviations[row.evaluator].append(abs(row.score - sum(others) / len(others)))
         out: dict[str, dict[str, float]] = {}
         for evaluator, values in deviations.items():
-            recent, before = values[-window:], values[-2 * window:-window]
+            recent, before = values[-window:], values[-2 * window : -window]
             mean_recent = sum(recent) / len(recent)
             mean_before = sum(before) / len(before) if before else mean_recent
-            out[evaluator] = {"recent": round(mean_recent, 4), "before": round(mean_before, 4),
-                              "drift": round(mean_recent - mean_before, 4), "evaluations": float(len(values))}
+            out[evaluator] = {
+                "recent": round(mean_recent, 4),
+                "before": round(mean_before, 4),
+                "drift": round(mean_recent - mean_before, 4),
+                "evaluations": float(len(values)),
+            }
         return out
 
 

@@ -7,7 +7,6 @@ own), the operator with `run.py spawn`; both open the child's vector index here,
 from __future__ import annotations
 
 import logging
-
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,6 +28,7 @@ __all__ = ["SpawnError", "SpawnManager", "free_port", "open_child_index"]
 
 log = logging.getLogger(__name__)
 
+
 def open_child_index(child_db: Database, data_dir: Path, parent_index: MemoryIndex) -> MemoryIndex:
     """The child's vector index with the parent's embedder (so its vectors fit): embedded in its data dir, or — when
     the parent's vectors are on a Chroma server — its own database on that server."""
@@ -37,8 +37,13 @@ def open_child_index(child_db: Database, data_dir: Path, parent_index: MemoryInd
     if parent_index.chroma_url:
         with child_db.unit() as repos:
             database = repos.config.vector_database()
-        return MemoryIndex(child_db, parent_index.embedder, chroma_url=parent_index.chroma_url, chroma_database=database,
-                           config=parent_index.config)
+        return MemoryIndex(
+            child_db,
+            parent_index.embedder,
+            chroma_url=parent_index.chroma_url,
+            chroma_database=database,
+            config=parent_index.config,
+        )
     return MemoryIndex(child_db, parent_index.embedder, chroma_path=data_dir / "chroma", config=parent_index.config)
 
 
@@ -50,8 +55,17 @@ class SpawnManager:
         self.repos = house.repos
         self.memory: RecallIndex | None = house.deps.recall()
 
-    def spawn(self, name: str, mode: str, *, parent_dir: Path, parent_db: Database, data_dir: Path, thread_id: str,
-              now: datetime) -> str:
+    def spawn(
+        self,
+        name: str,
+        mode: str,
+        *,
+        parent_dir: Path,
+        parent_db: Database,
+        data_dir: Path,
+        thread_id: str,
+        now: datetime,
+    ) -> str:
         """Make the child beside the parent (its default places), recorded in the parent's process log; what to tell.
         ValueError (a SpawnError among them) when it cannot be made."""
         places = default_places(name, parent_dir, data_dir, parent_db)
@@ -62,26 +76,58 @@ class SpawnManager:
             parent_index = cast("MemoryIndex", self.memory) if mode == "clone" and self.memory is not None else None
             if parent_index is not None:
                 child_index = open_child_index(child_db, places.data_dir, parent_index)
-            report = spawn(name, mode, parent_dir=parent_dir, parent_db=parent_db, child_dir=places.persona_dir,
-                           child_db=child_db, now=now, parent_index=parent_index, child_index=child_index)
-            met = self.meet(name, mode, parent_dir=parent_dir, parent_db=parent_db, child_db=child_db,
-                            child_data_dir=places.data_dir, child_persona_dir=report.persona_dir,
-                            postgres=places.db_url is not None)
+            report = spawn(
+                name,
+                mode,
+                parent_dir=parent_dir,
+                parent_db=parent_db,
+                child_dir=places.persona_dir,
+                child_db=child_db,
+                now=now,
+                parent_index=parent_index,
+                child_index=child_index,
+            )
+            met = self.meet(
+                name,
+                mode,
+                parent_dir=parent_dir,
+                parent_db=parent_db,
+                child_db=child_db,
+                child_data_dir=places.data_dir,
+                child_persona_dir=report.persona_dir,
+                postgres=places.db_url is not None,
+            )
         finally:
             if child_index is not None:
                 child_index.close()
             child_db.close()
-        run = f"python run.py --persona {places.persona_dir} --data-dir {places.data_dir} --port {met['port']}" + \
-            (f" --db {report.database}" if places.db_url else "")
-        text = (f"{name} ({mode}) is born: {sum(report.rows.values())} memory row(s), {report.vectors} vector(s); "
-                f"its DID {met['did']}, its address {met['url']} (we are each other's peers); it starts with: {run}"
-                + (" — or beside my loop (spawn.autostart)" if not self._autostart() else
-                   " — beside my loop from my next start (spawn.autostart is on)"))
+        run = f"python run.py --persona {places.persona_dir} --data-dir {places.data_dir} --port {met['port']}" + (
+            f" --db {report.database}" if places.db_url else ""
+        )
+        text = (
+            f"{name} ({mode}) is born: {sum(report.rows.values())} memory row(s), {report.vectors} vector(s); "
+            f"its DID {met['did']}, its address {met['url']} (we are each other's peers); it starts with: {run}"
+            + (
+                " — or beside my loop (spawn.autostart)"
+                if not self._autostart()
+                else " — beside my loop from my next start (spawn.autostart is on)"
+            )
+        )
         self.repos.processes.add("persona.spawn", text, status="ok", thread_id=thread_id)
         return text
 
-    def meet(self, name: str, mode: str, *, parent_dir: Path, parent_db: Database, child_db: Database,
-             child_data_dir: Path, child_persona_dir: str, postgres: bool) -> dict[str, Any]:
+    def meet(
+        self,
+        name: str,
+        mode: str,
+        *,
+        parent_dir: Path,
+        parent_db: Database,
+        child_db: Database,
+        child_data_dir: Path,
+        child_persona_dir: str,
+        postgres: bool,
+    ) -> dict[str, Any]:
         """Parent and child know each other as peers from the birth (`added_by` "spawn", HMP's "the parent adds the new
         node to its agent_peers, the child adds its parent"): the child gets its own mesh identity (an Ed25519 key
         in its own secret store — its data dir's mesh/, or sealed in its database for a sealed vault — and its DID),
@@ -102,8 +148,12 @@ class SpawnManager:
         parent_did = self.house.mesh.my_did()
         parent_url = settings.a2a.public_url or None
         # a PostgreSQL child's database by its name only: its URL holds the password, which never reaches a table
-        met: dict[str, Any] = {"did": child.did, "port": port, "data_dir": str(child_data_dir.resolve()),
-                               **({"db_name": child_db.engine.url.database} if postgres else {})}
+        met: dict[str, Any] = {
+            "did": child.did,
+            "port": port,
+            "data_dir": str(child_data_dir.resolve()),
+            **({"db_name": child_db.engine.url.database} if postgres else {}),
+        }
         # the lineage first, in a unit of its own as persona/spawn.py wrote it, before this unit writes anything
         with parent_db.unit() as repos:
             children = [dict(entry) for entry in repos.config.lineage_children]  # copies: the config keeps what it read
@@ -129,8 +179,9 @@ class SpawnManager:
         # each calls the other with a credential the other issued (managers/peers.py): swapped here, as two owners
         # would swap them; the child's kept in its own secret store
         for_child = self._credential(self.house, name)
-        child_deps = ManagerDeps(settings=settings.model_copy(update={"data_dir": str(child_data_dir)}),
-                                 clock=self.house.deps.clock)
+        child_deps = ManagerDeps(
+            settings=settings.model_copy(update={"data_dir": str(child_data_dir)}), clock=self.house.deps.clock
+        )
         with child_db.unit() as repos:
             child_house = Managers(repos, child_deps)
             befriend(child_house, parent_name, "my parent", parent_did, parent_url)
@@ -163,8 +214,9 @@ class SpawnManager:
 
             key = deployment_key(settings.secrets_key.get_secret_value() if settings.secrets_key else None)
             session = child_db.sessions()
-            return _CommittingStore(SealedSecretStore(SealedSecretRepo(session), key, clock=self.house.deps.clock),
-                                    session)
+            return _CommittingStore(
+                SealedSecretStore(SealedSecretRepo(session), key, clock=self.house.deps.clock), session
+            )
         return FileSecretStore(child_data_dir / KEY_DIR)
 
 

@@ -29,9 +29,18 @@ log = logging.getLogger(__name__)
 AUDIO_DIR = "audio"
 VOICE_TAG = "voice"
 AUDIO_TAG = "audio:"  # + the stored file's name: the note's reference to what was said
-SUFFIXES = {"audio/webm": ".webm", "audio/ogg": ".ogg", "audio/opus": ".opus", "audio/wav": ".wav",
-            "audio/x-wav": ".wav", "audio/wave": ".wav", "audio/mpeg": ".mp3", "audio/mp4": ".m4a",
-            "audio/x-m4a": ".m4a", "video/webm": ".webm"}
+SUFFIXES = {
+    "audio/webm": ".webm",
+    "audio/ogg": ".ogg",
+    "audio/opus": ".opus",
+    "audio/wav": ".wav",
+    "audio/x-wav": ".wav",
+    "audio/wave": ".wav",
+    "audio/mpeg": ".mp3",
+    "audio/mp4": ".m4a",
+    "audio/x-m4a": ".m4a",
+    "video/webm": ".webm",
+}
 AUDIO_TYPES = tuple(SUFFIXES)
 CYRILLIC = re.compile(r"[\u0400-\u04FF]")
 LETTER = re.compile(r"[^\W\d_]")
@@ -75,8 +84,15 @@ class SpeechManager:
         except (ValueError, OSError) as unreadable:  # PyAV: not a container it can decode
             raise Refused(f"the audio could not be read ({type(unreadable).__name__})") from None
 
-    def note_from_speech(self, audio_bytes: bytes, mime: str, *, language_hint: str | None = None,
-                         door: Door = Door.VOICE, now: datetime | None = None) -> tuple[Note, Transcript]:
+    def note_from_speech(
+        self,
+        audio_bytes: bytes,
+        mime: str,
+        *,
+        language_hint: str | None = None,
+        door: Door = Door.VOICE,
+        now: datetime | None = None,
+    ) -> tuple[Note, Transcript]:
         """A voice message as a note from its human, by the one way in (managers/conversation.py): the transcript is
         the text, the audio is kept under the data dir and named by the note's `audio:<file>` tag. Refused when
         nothing was heard."""
@@ -86,8 +102,15 @@ class SpeechManager:
         if not transcript.text:
             raise Refused("no words were heard in the voice message")
         stored = self.keep_audio(audio_bytes, mime)
-        heard = self.m.conversation.hear(Words(transcript.text, door=door, priority=1, at=now, tags=(
-            VOICE_TAG, f"{AUDIO_TAG}{stored.name}", f"lang:{transcript.language}")))
+        heard = self.m.conversation.hear(
+            Words(
+                transcript.text,
+                door=door,
+                priority=1,
+                at=now,
+                tags=(VOICE_TAG, f"{AUDIO_TAG}{stored.name}", f"lang:{transcript.language}"),
+            )
+        )
         note = self.m.repos.notes.get(heard.note_id)
         assert note is not None  # written just now, in this unit
         return note, transcript
@@ -103,7 +126,7 @@ class SpeechManager:
 
     def audio_of(self, note: Note) -> Path | None:
         """The stored audio a voice note refers to (None: not a voice note, or the file is gone)."""
-        name = next((t[len(AUDIO_TAG):] for t in (note.tags or []) if t.startswith(AUDIO_TAG)), None)
+        name = next((t[len(AUDIO_TAG) :] for t in (note.tags or []) if t.startswith(AUDIO_TAG)), None)
         if not name or "/" in name or name.startswith("."):
             return None
         path = Path(self.m.deps.settings.data_dir).expanduser() / AUDIO_DIR / name
@@ -167,6 +190,10 @@ def engines_for(settings: Settings) -> SpeechEngines:
     """The speech engines for these settings (the model loads on first use): a door keeps one and passes it as
     `ManagerDeps.speech`."""
     speech = settings.speech
-    return SpeechEngines(cache_dir=settings.cache_dir, voices=dict(speech.tts_voices),
-                         words_per_minute=dict(speech.tts_words_per_minute), languages=tuple(speech.languages),
-                         beam_size=speech.beam_size)
+    return SpeechEngines(
+        cache_dir=settings.cache_dir,
+        voices=dict(speech.tts_voices),
+        words_per_minute=dict(speech.tts_words_per_minute),
+        languages=tuple(speech.languages),
+        beam_size=speech.beam_size,
+    )

@@ -16,11 +16,20 @@ if TYPE_CHECKING:
 
 # the built-in mechanisms: name -> (class, relative cost)
 MECHANISMS: dict[str, tuple[str, int]] = {
-    "read_kb": ("external", 1), "world_check": ("external", 1), "ask_mesh": ("external", 1), "ask_human": ("external", 2),
-    "random_iteration": ("context", 1), "change_context": ("context", 2), "task_switch": ("context", 2),
+    "read_kb": ("external", 1),
+    "world_check": ("external", 1),
+    "ask_mesh": ("external", 1),
+    "ask_human": ("external", 2),
+    "random_iteration": ("context", 1),
+    "change_context": ("context", 2),
+    "task_switch": ("context", 2),
     "simulate": ("context", 3),
-    "flashback": ("internal", 1), "meta_analysis": ("internal", 1), "rationale_reflex": ("internal", 1),
-    "interest_memory": ("internal", 2), "goal_reformulation": ("internal", 2), "switch_llm": ("internal", 3),
+    "flashback": ("internal", 1),
+    "meta_analysis": ("internal", 1),
+    "rationale_reflex": ("internal", 1),
+    "interest_memory": ("internal", 2),
+    "goal_reformulation": ("internal", 2),
+    "switch_llm": ("internal", 3),
     "pause": ("radical", 4),
 }
 CLASSES = ("external", "context", "internal", "radical")
@@ -49,8 +58,9 @@ class StrategyManager:
         self.ensure()
         return self.repos.strategies.list(include_archived=include_archived)
 
-    def add_strategy(self, *, name: str, instruction: str, mechanism_class: str = "internal",
-                     cost: int = 2) -> StagnationStrategy:
+    def add_strategy(
+        self, *, name: str, instruction: str, mechanism_class: str = "internal", cost: int = 2
+    ) -> StagnationStrategy:
         """The persona's own strategy; Refused when the name is taken."""
         if mechanism_class not in CLASSES:
             raise Refused(f"a strategy's class is one of {', '.join(CLASSES)}, not {mechanism_class!r}")

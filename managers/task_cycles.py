@@ -53,8 +53,14 @@ class TaskCycleManager:
     def state(self, task_id: int) -> CycleState:
         task = self.repos.tasks.get(task_id)
         thread = self.repos.threads.get(task.repl_thread) if task.repl_thread else None
-        return CycleState(task_id, task.repl_thread, thread.parent_id if thread is not None else None, task.title,
-                          thread is not None and thread.status == "running", dict(task.repl_config or {}))
+        return CycleState(
+            task_id,
+            task.repl_thread,
+            thread.parent_id if thread is not None else None,
+            task.title,
+            thread is not None and thread.status == "running",
+            dict(task.repl_config or {}),
+        )
 
     def running(self) -> builtins.list[tuple[int, str]]:
         """(task id, thread id) of every running sub-cycle."""
@@ -69,12 +75,16 @@ class TaskCycleManager:
             if thread is None or thread.owner == token or alive(thread.owner):
                 continue
             thread.owner = token
-            text = (f"task {task.id}'s sub-cycle was interrupted at tick {thread.tick} (the process stopped); "
-                    "it resumes from its last checkpoint")
-            self.repos.processes.add("tasks.cycle", text, status=ProcessStatus.WARNING, thread_id=thread.parent_id,
-                                     task_id=task.id)
-            self.repos.notes.add(text, source=NoteSource.SYSTEM, task_id=task.id, tags=["task-cycle"],
-                                 created_at=self._now())
+            text = (
+                f"task {task.id}'s sub-cycle was interrupted at tick {thread.tick} (the process stopped); "
+                "it resumes from its last checkpoint"
+            )
+            self.repos.processes.add(
+                "tasks.cycle", text, status=ProcessStatus.WARNING, thread_id=thread.parent_id, task_id=task.id
+            )
+            self.repos.notes.add(
+                text, source=NoteSource.SYSTEM, task_id=task.id, tags=["task-cycle"], created_at=self._now()
+            )
             told.append(text)
         return told
 
@@ -104,9 +114,14 @@ class TaskCycleManager:
         config.update(errors=errors, next_at=retry.isoformat())
         self.repos.tasks.set_repl(task_id, repl_config=config, repl_error=error[:2000])
         thread = self.repos.threads.get(task.repl_thread) if task.repl_thread else None
-        self.repos.processes.add("tasks.cycle", f"task {task_id}'s sub-cycle failed ({error[:300]}); retry {errors} of "
-                                 f"{config.get('retries')} in {delay:.0f} s", status="warning",
-                                 thread_id=thread.parent_id if thread is not None else None, task_id=task_id)
+        self.repos.processes.add(
+            "tasks.cycle",
+            f"task {task_id}'s sub-cycle failed ({error[:300]}); retry {errors} of "
+            f"{config.get('retries')} in {delay:.0f} s",
+            status="warning",
+            thread_id=thread.parent_id if thread is not None else None,
+            task_id=task_id,
+        )
         return retry, errors
 
     def over(self, task_id: int) -> Over | str | None:
@@ -139,26 +154,44 @@ class TaskCycleManager:
         if status == CycleStatus.ERROR:
             self.repos.tasks.update(task_id, status=TaskStatus.FROZEN)
         text = f"task {task_id} ({state.title}): sub-cycle {status} ({reason})." + (
-            f" Chronicle: {chronicle}" if chronicle else "")
-        self.repos.notes.add(text[:4000], source=NoteSource.SYSTEM, task_id=task_id, tags=["task-cycle", status],
-                             created_at=self._now())
-        self.repos.processes.add("tasks.cycle", text[:2000], status=ProcessStatus.ERROR if status == CycleStatus.ERROR else ProcessStatus.OK,
-                                 thread_id=state.parent_id, task_id=task_id)
+            f" Chronicle: {chronicle}" if chronicle else ""
+        )
+        self.repos.notes.add(
+            text[:4000], source=NoteSource.SYSTEM, task_id=task_id, tags=["task-cycle", status], created_at=self._now()
+        )
+        self.repos.processes.add(
+            "tasks.cycle",
+            text[:2000],
+            status=ProcessStatus.ERROR if status == CycleStatus.ERROR else ProcessStatus.OK,
+            thread_id=state.parent_id,
+            task_id=task_id,
+        )
 
     def restarted(self, state: CycleState, child_id: str) -> None:
         """A timed-out cycle goes on in a fresh thread (`child_id`): its restart counted, its tokens carried."""
         config = dict(state.config)
         restarts = int(config.get("restarts") or 0)
-        config.update(restarts=restarts + 1, started_at=self._now().isoformat(),
-                      tokens_before=self.tokens(state.thread_id, config))
+        config.update(
+            restarts=restarts + 1,
+            started_at=self._now().isoformat(),
+            tokens_before=self.tokens(state.thread_id, config),
+        )
         self.repos.tasks.set_repl(state.task_id, repl_thread=child_id, repl_config=config)
-        self.repos.processes.add("tasks.cycle", f"task {state.task_id}'s sub-cycle timed out; restarted in {child_id}",
-                                 status="warning", thread_id=state.parent_id, task_id=state.task_id)
+        self.repos.processes.add(
+            "tasks.cycle",
+            f"task {state.task_id}'s sub-cycle timed out; restarted in {child_id}",
+            status="warning",
+            thread_id=state.parent_id,
+            task_id=state.task_id,
+        )
 
     def stopped_but_running(self) -> builtins.list[int]:
         """Cycles stopped by `tasks.stop` whose thread still runs (to be closed with a chronicle)."""
-        return [t.id for t in self.repos.tasks.with_repl_status(CycleStatus.STOPPED)
-                if t.repl_thread and (th := self.repos.threads.get(t.repl_thread)) is not None and th.status == "running"]
+        return [
+            t.id
+            for t in self.repos.tasks.with_repl_status(CycleStatus.STOPPED)
+            if t.repl_thread and (th := self.repos.threads.get(t.repl_thread)) is not None and th.status == "running"
+        ]
 
 
 __all__ = ["CLOSED", "CycleState", "Over", "TaskCycleManager"]

@@ -20,7 +20,7 @@ server model.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class Decision:
 
 
 def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class ThinkingManager:
@@ -67,8 +67,10 @@ class ThinkingManager:
 
     def thought(self, thread_id: str, now: datetime) -> None:
         """The persona thought now: what is new is counted from here; the quiet pace starts again."""
-        self.repos.config.set_thinking_state(thread_id, {"since": now.isoformat(), "after_note": self.repos.notes.newest_id(),
-                                                         "streak": 0, "quiet_since": None})
+        self.repos.config.set_thinking_state(
+            thread_id,
+            {"since": now.isoformat(), "after_note": self.repos.notes.newest_id(), "streak": 0, "quiet_since": None},
+        )
 
     def arrived(self, thread_id: str, state: dict[str, Any] | None = None) -> str | None:
         """The cheap reasons (a few indexed queries): a note, a waiting human, a finished background process, an
@@ -78,8 +80,9 @@ class ThinkingManager:
             return "no thought yet"
         repos = self.repos
         settings = self.house.deps.settings
-        notes_mode = repos.config.cycle(thread_id).get("notes_mode") or (settings.cycle.notes_mode if settings
-                                                                         else "auto")
+        notes_mode = repos.config.cycle(thread_id).get("notes_mode") or (
+            settings.cycle.notes_mode if settings else "auto"
+        )
         waiting = repos.notes.unread_human_ids(limit=1) if notes_mode == "auto" else []
         if waiting:  # (in manual mode the persona reads notes when it chooses: only a new one is news)
             return f"note {waiting[0]} from a human waits"
@@ -97,8 +100,11 @@ class ThinkingManager:
         answered = repos.approvals.decided_since(since)
         if answered:
             return f"approval {answered[0].id} answered"
-        opened = [q for q in repos.questions.open_lines()  # its own (a command's) are what it thinks already
-                  if _utc(q.created_at) > _utc(since) and getattr(q, "source", "") != "command"]
+        opened = [
+            q
+            for q in repos.questions.open_lines()  # its own (a command's) are what it thinks already
+            if _utc(q.created_at) > _utc(since) and getattr(q, "source", "") != "command"
+        ]
         if opened:
             return f"a question opened: {str(opened[0].topic)[:60]}"
         return None
@@ -114,10 +120,17 @@ class ThinkingManager:
             waiting = self.repos.notes.unread_human_ids(limit=1)
             arrived = self.arrived(thread_id, state) if budget == "low" else None
             if waiting or (arrived and arrived.startswith("note ")):
-                return Decision(True, f"budget {budget}: " + (f"note {waiting[0]} from a human waits" if waiting
-                                                              else arrived or ""))
-            return self._quiet(thread_id, now, state, f"budget {budget}: only answering humans"
-                               if budget == "spent" else f"budget {budget}: no thought of my own")
+                return Decision(
+                    True, f"budget {budget}: " + (f"note {waiting[0]} from a human waits" if waiting else arrived or "")
+                )
+            return self._quiet(
+                thread_id,
+                now,
+                state,
+                f"budget {budget}: only answering humans"
+                if budget == "spent"
+                else f"budget {budget}: no thought of my own",
+            )
         if mode == "continuous":
             return Decision(True, "continuous thinking")
         if ticks_since_start < settings.cycle.wake_ticks:
@@ -125,8 +138,12 @@ class ThinkingManager:
         reason = self.arrived(thread_id, state) or self._drive_wants(now)
         ceiling = settings.cycle.quiet_ceiling_s
         quiet_since = state.get("quiet_since")
-        if reason is None and mode == "reflective" and quiet_since and \
-                (now - datetime.fromisoformat(quiet_since)).total_seconds() >= ceiling:
+        if (
+            reason is None
+            and mode == "reflective"
+            and quiet_since
+            and (now - datetime.fromisoformat(quiet_since)).total_seconds() >= ceiling
+        ):
             reason = f"a free thought after {ceiling:g}s of quiet"
         if reason is not None:
             return Decision(True, reason)
@@ -140,8 +157,9 @@ class ThinkingManager:
         pause = quiet_pause(streak, settings.cycle.quiet_ceiling_s)
         state.update(streak=streak, quiet_since=state.get("quiet_since") or now.isoformat())
         self.repos.config.set_thinking_state(thread_id, state)
-        self.repos.processes.add(QUIET_RECORD, f"quiet: {why}; no model call; next look in {pause:g}s",
-                                 status="close", thread_id=thread_id)
+        self.repos.processes.add(
+            QUIET_RECORD, f"quiet: {why}; no model call; next look in {pause:g}s", status="close", thread_id=thread_id
+        )
         return Decision(False, why, pause)
 
     def _drive_wants(self, now: datetime) -> str | None:
@@ -154,9 +172,15 @@ class ThinkingManager:
         drives = compute_drives(repos, now, settings.drives)
         offers = repos.config.reach_outs
         last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
-        why_not = reach_out_offer(drives, now, settings.zone(), settings.drives,
-                                  quiet_hours=settings.dreaming.quiet_hours, human_waiting=False,
-                                  last_offer_at=last_offer)
+        why_not = reach_out_offer(
+            drives,
+            now,
+            settings.zone(),
+            settings.drives,
+            quiet_hours=settings.dreaming.quiet_hours,
+            human_waiting=False,
+            last_offer_at=last_offer,
+        )
         return f"drive {drives.dominant} at {drives.dominant_level:.2f}" if why_not is None else None
 
     def quiet_ticks(self, thread_id: str | None = None, since: datetime | None = None) -> int:

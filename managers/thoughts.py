@@ -43,19 +43,27 @@ class ThoughtManager:
         self.house = house
         self.repos = house.repos
 
-    def flag_error(self, thread_id: str, tick: int, reason: str, *, task_id: int | None = None,
-                   flagged_at: int | None = None) -> FlaggedThought:
+    def flag_error(
+        self, thread_id: str, tick: int, reason: str, *, task_id: int | None = None, flagged_at: int | None = None
+    ) -> FlaggedThought:
         """Mark the thread's thought of `tick` as a reasoning error (module doc); NotFound when it has none."""
         found = self.repos.messages.at_ticks(thread_id, [tick], kinds=THOUGHT_KINDS)
         if not found:
             raise NotFound(f"no thought of mine at tick {tick} in this thread")
         message = found[-1]
         now = self.house.deps.clock()
-        message.meta = {**(message.meta or {}), "self_error": {"reason": reason, "at": now.isoformat(),
-                                                               "flagged_at_tick": flagged_at or tick}}
+        message.meta = {
+            **(message.meta or {}),
+            "self_error": {"reason": reason, "at": now.isoformat(), "flagged_at_tick": flagged_at or tick},
+        }
         archived = self.repos.archive("message", f"msg:{message.id}", now)
-        self.repos.processes.add("self_error", f"I flagged my reasoning at tick {tick} as an error: {reason}",
-                                 status="error", thread_id=thread_id, task_id=task_id)
+        self.repos.processes.add(
+            "self_error",
+            f"I flagged my reasoning at tick {tick} as an error: {reason}",
+            status="error",
+            thread_id=thread_id,
+            task_id=task_id,
+        )
         return FlaggedThought(message.id, tick, reason, archived)
 
     def cleanup(self, *, days: float, keep: int) -> int:

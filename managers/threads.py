@@ -47,9 +47,21 @@ class ThreadManager:
     def thread_window(self, thread_id: str) -> int:
         return self.window(self.repos.threads.ratio_product(thread_id))
 
-    def open_child(self, *, parent_id: str, child_id: str, label: str, window_ratio: float, max_depth: int,
-                   origin: str, persona: str, owner: str, tick: int = 0, chronicle_prompt: str | None = None,
-                   playbook: str = "") -> tuple[Thread, int, bool]:
+    def open_child(
+        self,
+        *,
+        parent_id: str,
+        child_id: str,
+        label: str,
+        window_ratio: float,
+        max_depth: int,
+        origin: str,
+        persona: str,
+        owner: str,
+        tick: int = 0,
+        chronicle_prompt: str | None = None,
+        playbook: str = "",
+    ) -> tuple[Thread, int, bool]:
         """(child, its window in tokens, whether it already existed). The child row (running, owned by `owner`)
         and the parent's anchor are written together. Raises StelisRefused over `max_depth` or under the minimum
         window."""
@@ -59,26 +71,43 @@ class ThreadManager:
         parent = self.repos.threads.ensure(parent_id, persona=persona, origin="root")
         depth = parent.depth + 1
         if depth > max_depth:
-            raise StelisRefused(f"Stelis thread {label!r} refused: it would be at depth {depth}, over max_depth "
-                                f"{max_depth}")
+            raise StelisRefused(
+                f"Stelis thread {label!r} refused: it would be at depth {depth}, over max_depth {max_depth}"
+            )
         if not 0 < window_ratio <= 1:
             raise StelisRefused(f"Stelis thread {label!r} refused: window_ratio must be in (0, 1], got {window_ratio}")
         window = self.window(self.repos.threads.ratio_product(parent_id) * window_ratio)
         if window < MIN_CHILD_WINDOW:
-            raise StelisRefused(f"Stelis thread {label!r} refused: its window would be {window} tokens, "
-                                f"under the minimum of {MIN_CHILD_WINDOW}")
-        child = self.repos.threads.create_child(child_id, parent, label=label, window_ratio=window_ratio,
-                                                origin=origin, owner=owner, chronicle_prompt=chronicle_prompt,
-                                                playbook=playbook)
-        self.repos.messages.upsert(anchor_key(child_id), thread_id=parent_id, tick=tick, kind="stelis_anchor",
-                                   role="system", content=f'Stelis thread "{label}" ({child_id})',
-                                   meta={"child": child_id, "label": label})
+            raise StelisRefused(
+                f"Stelis thread {label!r} refused: its window would be {window} tokens, "
+                f"under the minimum of {MIN_CHILD_WINDOW}"
+            )
+        child = self.repos.threads.create_child(
+            child_id,
+            parent,
+            label=label,
+            window_ratio=window_ratio,
+            origin=origin,
+            owner=owner,
+            chronicle_prompt=chronicle_prompt,
+            playbook=playbook,
+        )
+        self.repos.messages.upsert(
+            anchor_key(child_id),
+            thread_id=parent_id,
+            tick=tick,
+            kind="stelis_anchor",
+            role="system",
+            content=f'Stelis thread "{label}" ({child_id})',
+            meta={"child": child_id, "label": label},
+        )
         return child, window, False
 
     def finish(self, thread_id: str, *, status: str, chronicle: str | None, error: str | None = None) -> Thread:
         """Mark the thread completed or aborted with its chronicle (KeyError: no such thread)."""
-        thread = self.repos.threads.finish(thread_id, status=status, chronicle=chronicle, now=self.deps.clock(),
-                                           error=error)
+        thread = self.repos.threads.finish(
+            thread_id, status=status, chronicle=chronicle, now=self.deps.clock(), error=error
+        )
         if thread is None:
             raise KeyError(f"no thread {thread_id!r}")
         return thread
@@ -90,11 +119,21 @@ class ThreadManager:
         """The root thread a playbook runs in (made when first used)."""
         return self.repos.threads.ensure(thread_id, persona=persona, playbook=playbook, origin="root")
 
-    def record_step(self, key: str, *, thread_id: str, tick: int, role: str, content: str, meta: dict[str, Any],
-                    llm_id: str | None = None) -> None:
+    def record_step(
+        self,
+        key: str,
+        *,
+        thread_id: str,
+        tick: int,
+        role: str,
+        content: str,
+        meta: dict[str, Any],
+        llm_id: str | None = None,
+    ) -> None:
         """What a playbook node did, in its thread's log (once per node run: `key`)."""
-        self.repos.messages.upsert(key, thread_id=thread_id, tick=tick, kind="step", role=role, content=content,
-                                   llm_id=llm_id, meta=meta)
+        self.repos.messages.upsert(
+            key, thread_id=thread_id, tick=tick, kind="step", role=role, content=content, llm_id=llm_id, meta=meta
+        )
 
     def active(self, root_id: str) -> str:
         """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
@@ -113,18 +152,30 @@ class ThreadManager:
     def orphans(self, token: str, alive: Callable[[str | None], bool]) -> list[Thread]:
         """Child threads left running by a process that is gone (a task's sub-cycle is not one: it resumes from its
         checkpoint, managers/task_cycles.py)."""
-        return [t for t in self.repos.threads.running_children()
-                if t.origin != "task" and t.owner != token and not alive(t.owner)]
+        return [
+            t
+            for t in self.repos.threads.running_children()
+            if t.origin != "task" and t.owner != token and not alive(t.owner)
+        ]
 
     def aborted(self, thread: Thread, reason: str) -> None:
         """An orphan, finished as aborted: its anchor in the parent (if it had none yet) and a process-log line."""
         if self.repos.messages.anchor_for(thread.id) is None:
-            self.repos.messages.upsert(anchor_key(thread.id), thread_id=thread.parent_id, tick=thread.tick,
-                                       kind="stelis_anchor", role="system",
-                                       content=f'Stelis thread "{thread.label}" ({thread.id})',
-                                       meta={"child": thread.id, "label": thread.label})
-        self.repos.processes.add("stelis", f'Stelis thread "{thread.label}" ({thread.id}) was aborted: {reason}.',
-                                 status="warning", thread_id=thread.parent_id)
+            self.repos.messages.upsert(
+                anchor_key(thread.id),
+                thread_id=thread.parent_id,
+                tick=thread.tick,
+                kind="stelis_anchor",
+                role="system",
+                content=f'Stelis thread "{thread.label}" ({thread.id})',
+                meta={"child": thread.id, "label": thread.label},
+            )
+        self.repos.processes.add(
+            "stelis",
+            f'Stelis thread "{thread.label}" ({thread.id}) was aborted: {reason}.',
+            status="warning",
+            thread_id=thread.parent_id,
+        )
 
     def set_active(self, root_id: str, thread_id: str) -> None:
         """Make `thread_id` the thread the root's ticks run in (the root itself: no override)."""

@@ -48,5 +48,7 @@ class ToolUseManager:
         return self.repos.tool_uses.most_used(kind=kind, limit=limit)
 
     def lines(self, *, kind: str | None = None, limit: int = 10) -> builtins.list[str]:
-        return [f"{row.name} ({row.kind}): {row.uses} use(s), last {row.last_used_at:%Y-%m-%d %H:%M}"
-                for row in self.most_used(kind=kind, limit=limit)]
+        return [
+            f"{row.name} ({row.kind}): {row.uses} use(s), last {row.last_used_at:%Y-%m-%d %H:%M}"
+            for row in self.most_used(kind=kind, limit=limit)
+        ]

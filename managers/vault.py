@@ -65,8 +65,10 @@ class VaultReport:
     skipped: list[str] = field(default_factory=list)  # unreadable, too big, or the same text as another note
 
     def line(self) -> str:
-        return (f"vault: {len(self.added)} added, {len(self.changed)} changed, {len(self.removed)} removed, "
-                f"{self.unchanged} unchanged" + (f", {len(self.skipped)} skipped" if self.skipped else ""))
+        return (
+            f"vault: {len(self.added)} added, {len(self.changed)} changed, {len(self.removed)} removed, "
+            f"{self.unchanged} unchanged" + (f", {len(self.skipped)} skipped" if self.skipped else "")
+        )
 
 
 def parse_note(raw: str, name: str) -> VaultNote:
@@ -80,7 +82,7 @@ def parse_note(raw: str, name: str) -> VaultNote:
             meta = loaded if isinstance(loaded, dict) else {}
         except yaml.YAMLError:
             meta = {}
-        body = raw[found.end():]
+        body = raw[found.end() :]
     title = str(meta.get("title") or name).strip()[:300] or name
 
     def listed(value: Any, separators: str = r"[,\s]+") -> list[str]:
@@ -99,8 +101,12 @@ def parse_note(raw: str, name: str) -> VaultNote:
     tags = [t.lstrip("#") for t in listed(meta.get("tags"))] + INLINE_TAG.findall(text)
     aliases = listed(meta.get("aliases"), r",")  # an alias may have spaces; a tag has none
     header = title + (f" (also: {', '.join(aliases)})" if aliases else "")
-    return VaultNote(title=title, text=f"{header}\n\n{text.strip()}".strip(), tags=list(dict.fromkeys(tags)),
-                     links=list(dict.fromkeys(links)))
+    return VaultNote(
+        title=title,
+        text=f"{header}\n\n{text.strip()}".strip(),
+        tags=list(dict.fromkeys(tags)),
+        links=list(dict.fromkeys(links)),
+    )
 
 
 def _notes(folder: Path) -> dict[str, Path]:
@@ -162,8 +168,14 @@ class VaultManager:
                 report.skipped.append(relative)
                 state[key] = [stat.st_mtime_ns, stat.st_size, 0]
                 continue
-            doc = kb.add(str(file), note.title, digest, pieces, source=SOURCE,
-                         tags=[SOURCE, *note.tags, *(f"link:{target}" for target in note.links)])
+            doc = kb.add(
+                str(file),
+                note.title,
+                digest,
+                pieces,
+                source=SOURCE,
+                tags=[SOURCE, *note.tags, *(f"link:{target}" for target in note.links)],
+            )
             state[key] = [stat.st_mtime_ns, stat.st_size, doc.id]
             (report.changed if seen is not None else report.added).append(relative)
         for key, seen in known.items():  # files that are gone

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from memory import Database
     from persona.settings import Settings
 
+
 class WorldError(ValueError):
     """A feed change refused (too many feeds, the operator's feed)."""
 
@@ -57,12 +58,20 @@ def name_of(url: str) -> str:
     return (parts.hostname or "feed").removeprefix("www.")[:100]
 
 
-def fetch_feed(settings: Settings, url: str, etag: str | None, modified: str | None) -> tuple[Fetched | None, str | None]:
+def fetch_feed(
+    settings: Settings, url: str, etag: str | None, modified: str | None
+) -> tuple[Fetched | None, str | None]:
     """(what the feed answered, None) or (None, why it failed): network, outside any transaction."""
     config = settings.feeds
     try:
-        return fetch(url, etag=etag, modified=modified, timeout_s=config.timeout_s, max_bytes=config.max_bytes,
-                     max_items=config.max_items), None
+        return fetch(
+            url,
+            etag=etag,
+            modified=modified,
+            timeout_s=config.timeout_s,
+            max_bytes=config.max_bytes,
+            max_items=config.max_items,
+        ), None
     except FeedError as exc:
         return None, str(exc)
 
@@ -135,18 +144,37 @@ class WorldManager:
         goes to the process log."""
         fetched, error = fetch_feed(self._settings(), feed.url, feed.etag, feed.modified)
         made = self.store_fetch(feed.id, fetched, now, error)
-        outcome = FeedFetch(feed, made=made, error=error,
-                            titles=[n.text.splitlines()[0] for n in self.repos.notes.many(made[-5:])])
+        outcome = FeedFetch(
+            feed, made=made, error=error, titles=[n.text.splitlines()[0] for n in self.repos.notes.many(made[-5:])]
+        )
         if error:
             self.repos.processes.add("feeds.fetch", error, status="error", thread_id=thread_id, tags=["feed"])
         return outcome
 
-    def log(self, name: str, text: str, *, ok: bool, thread_id: str | None, tags: Sequence[str],
-            sources: Sequence[Any] = (), llm_id: str | None = None, task_id: int | None = None) -> None:
+    def log(
+        self,
+        name: str,
+        text: str,
+        *,
+        ok: bool,
+        thread_id: str | None,
+        tags: Sequence[str],
+        sources: Sequence[Any] = (),
+        llm_id: str | None = None,
+        task_id: int | None = None,
+    ) -> None:
         """What the world brought, in the process log (and so in the next prompt, fenced as data with its
         `sources`)."""
-        self.repos.processes.add(name, text, status="ok" if ok else "error", thread_id=thread_id, tags=list(tags),
-                                 llm_id=llm_id, task_id=task_id, sources=list(sources))
+        self.repos.processes.add(
+            name,
+            text,
+            status="ok" if ok else "error",
+            thread_id=thread_id,
+            tags=list(tags),
+            llm_id=llm_id,
+            task_id=task_id,
+            sources=list(sources),
+        )
 
     # -- fetch now (the world check) -----------------------------------------------------------------------------------
 
@@ -175,8 +203,14 @@ class WorldManager:
         return f"world: web search {self._settings().search.describe()}; {reading}"
 
 
-def refresh_feeds(db: Database, settings: Settings, clock: Callable[[], datetime], *, only_due: bool = True,
-                  thread_id: str | None = None) -> RefreshCounts:
+def refresh_feeds(
+    db: Database,
+    settings: Settings,
+    clock: Callable[[], datetime],
+    *,
+    only_due: bool = True,
+    thread_id: str | None = None,
+) -> RefreshCounts:
     """Fetch the feeds that are due (or all, or all when a fetch was asked), each outside any transaction, and store
     what is new; between ticks (graph/loop/autonomy.py, the fleet). Returns counts."""
     from managers import ManagerDeps, Managers
@@ -187,7 +221,9 @@ def refresh_feeds(db: Database, settings: Settings, clock: Callable[[], datetime
         world.sync_subscriptions()
         now = clock()
         asked = world.take_fetch_request()
-        feeds = repos.feeds.due(now, settings.feeds.every_minutes * 60) if only_due and not asked else repos.feeds.list()
+        feeds = (
+            repos.feeds.due(now, settings.feeds.every_minutes * 60) if only_due and not asked else repos.feeds.list()
+        )
         todo = [(f.id, f.url, f.etag, f.modified) for f in feeds]
     counts = RefreshCounts(feeds=0, items=0, errors=0)
     for feed_id, url, etag, modified in todo:

@@ -5,12 +5,12 @@ Every time the house keeps is UTC. SQLite hands back naive datetimes, so a time 
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import overload
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 @overload
@@ -19,7 +19,7 @@ def as_utc(value: datetime) -> datetime: ...
 def as_utc(value: None) -> None: ...
 def as_utc(value: datetime | None) -> datetime | None:
     """`value` with its zone: a naive time (SQLite's) is UTC."""
-    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 __all__ = ["as_utc", "utcnow"]

@@ -53,7 +53,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,14 +64,13 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from memory.history import install as record_history
-from memory.taint import READS as TAINT_READS
-from memory.taint import TAINT, install as record_taints
 from memory.clock import utcnow
+from memory.history import install as record_history
 from memory.models import (
+    MESH_TABLES,
     A2AInbound,
     A2AOutbox,
-    MESH_TABLES,
+    A2ARefusal,
     AgentRecord,
     AgentScript,
     AgentTable,
@@ -96,17 +95,16 @@ from memory.models import (
     OpenQuestion,
     Peer,
     PeerCredential,
-    A2ARefusal,
     PeopleGroup,
     PeopleGroupMember,
     Person,
     PersonIdentity,
     ProcessRun,
     SchemaVersion,
-    StagnationStrategy,
-    ThinkingMethod,
     SealedSecret,
+    StagnationStrategy,
     Taint,
+    ThinkingMethod,
     ToolUse,
     table_of,
 )
@@ -117,12 +115,25 @@ from memory.repositories import Repos
 from memory.repositories.config import MESH_DISCOVERED_KEY, TICK_SNAPSHOT, ConfigSnapshot
 from memory.repositories.lexical import backfill_lexical_index, create_lexical_index
 from memory.repositories.peers import MET, met_name
+from memory.taint import READS as TAINT_READS
+from memory.taint import TAINT
+from memory.taint import install as record_taints
 
 log = logging.getLogger(__name__)
-REACH_TABLES = (Feed, FeedItem, AgentScript, ProcessRun, StagnationStrategy, ThinkingMethod, AgentTable, AgentTableRow,
-                AgentRecord)
+REACH_TABLES = (
+    Feed,
+    FeedItem,
+    AgentScript,
+    ProcessRun,
+    StagnationStrategy,
+    ThinkingMethod,
+    AgentTable,
+    AgentTableRow,
+    AgentRecord,
+)
 
 SCHEMA_VERSION = 29
+
 
 # version N -> the step that upgrades a version N-1 database to N. Steps use SQLAlchemy DDL only
 # (e.g. `Table.create(conn)`, `conn.execute(text("ALTER TABLE … ADD COLUMN …"))` with portable
@@ -160,8 +171,17 @@ def _add_missing_columns(conn: Connection, table: str, columns: list[str]) -> No
 
 
 def _v6_persona_autonomy(conn: Connection) -> None:
-    _add_missing_columns(conn, "tasks", ["repl_mode VARCHAR(16) DEFAULT 'none'", "repl_status VARCHAR(16)",
-                                         "repl_config JSON", "repl_thread VARCHAR(128)", "repl_error TEXT"])
+    _add_missing_columns(
+        conn,
+        "tasks",
+        [
+            "repl_mode VARCHAR(16) DEFAULT 'none'",
+            "repl_status VARCHAR(16)",
+            "repl_config JSON",
+            "repl_thread VARCHAR(128)",
+            "repl_error TEXT",
+        ],
+    )
     conn.execute(text("UPDATE tasks SET repl_mode = 'none'"))
     table_of(OpenQuestion).create(conn, checkfirst=True)
     table_of(SessionRow).create(conn, checkfirst=True)
@@ -229,8 +249,10 @@ def _v15_people_and_channels(conn: Connection) -> None:
     if conn.execute(select(Person.id).limit(1)).first() is None:
         conn.execute(table_of(Person).insert().values(name="User", role="owner", added_by="migration", about=""))
     owner = conn.execute(select(Person.id).where(Person.role == "owner").order_by(Person.id)).scalar_one()
-    conn.execute(text("UPDATE notes SET author_id = :owner WHERE source IN ('user', 'cli') AND author_id IS NULL"),
-                 {"owner": owner})
+    conn.execute(
+        text("UPDATE notes SET author_id = :owner WHERE source IN ('user', 'cli') AND author_id IS NULL"),
+        {"owner": owner},
+    )
 
 
 def _v16_goal_related_values(conn: Connection) -> None:
@@ -300,8 +322,11 @@ def _v25_peer_credentials(conn: Connection) -> None:
     caller, which no request matches."""
     table_of(PeerCredential).create(conn, checkfirst=True)
     table_of(A2ARefusal).create(conn, checkfirst=True)
-    _add_missing_columns(conn, "a2a_inbound", ["caller VARCHAR(140) DEFAULT ''", "reply_kind VARCHAR(16) DEFAULT 'answer'",
-                                               "reply_parts JSON"])
+    _add_missing_columns(
+        conn,
+        "a2a_inbound",
+        ["caller VARCHAR(140) DEFAULT ''", "reply_kind VARCHAR(16) DEFAULT 'answer'", "reply_parts JSON"],
+    )
     conn.execute(text("UPDATE a2a_inbound SET caller = '' WHERE caller IS NULL"))
     conn.execute(text("UPDATE a2a_inbound SET reply_kind = 'answer' WHERE reply_kind IS NULL"))
     conn.execute(text("UPDATE a2a_inbound SET reply_parts = '[]' WHERE reply_parts IS NULL"))
@@ -334,8 +359,9 @@ def _v26_conversations(conn: Connection) -> None:
             person = owner if to == "user" else people.get(to or "")
         door = door_of(source, tags)
         if person is not None or door is not None:
-            conn.execute(notes.update().where(notes.c.id == note_id).values(person_id=person,
-                                                                              door=door.value if door else None))
+            conn.execute(
+                notes.update().where(notes.c.id == note_id).values(person_id=person, door=door.value if door else None)
+            )
 
 
 def _v27_people_groups(conn: Connection) -> None:
@@ -364,9 +390,22 @@ def _v28_peers_matter(conn: Connection) -> None:
         names.add(name)
         moment = _moment(info.get("first_seen")) if isinstance(info, dict) else None
         last = _moment(info.get("last_seen")) if isinstance(info, dict) else None
-        conn.execute(peers.insert().values(name=name, did=did, a2a_url=None, p2p_addrs=[], added_by=MET, note="",
-                                           blocked=False, tags=[], offers={}, first_seen=moment, last_seen=last,
-                                           created_at=moment or utcnow()))
+        conn.execute(
+            peers.insert().values(
+                name=name,
+                did=did,
+                a2a_url=None,
+                p2p_addrs=[],
+                added_by=MET,
+                note="",
+                blocked=False,
+                tags=[],
+                offers={},
+                first_seen=moment,
+                last_seen=last,
+                created_at=moment or utcnow(),
+            )
+        )
     conn.execute(config.delete().where(config.c.key == MESH_DISCOVERED_KEY))
 
 
@@ -375,7 +414,7 @@ def _moment(value: Any) -> datetime | None:
         moment = datetime.fromisoformat(str(value))
     except ValueError:
         return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _v29_cached_tokens(conn: Connection) -> None:
@@ -384,28 +423,36 @@ def _v29_cached_tokens(conn: Connection) -> None:
     conn.execute(text("UPDATE llm_calls SET cached_tokens = 0 WHERE cached_tokens IS NULL"))
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {2: _v2_stelis_columns, 3: _v3_memory_tiers,
-                                                       4: _v4_llm_memory_status, 5: _v5_anti_stagnation_metrics,
-                                                       6: _v6_persona_autonomy, 7: _v7_consent_and_archive,
-                                                       8: _v8_live_events_and_history, 9: _v9_reach,
-                                                       10: _v10_full_text_index, 11: _v11_memory_vectors,
-                                                       12: _v12_provenance, 13: _v13_mesh,
-                                                       14: _v14_peers_and_a2a,
-                                                       15: _v15_people_and_channels,
-                                                       16: _v16_goal_related_values,
-                                                       17: _v17_ethics_on_audit_entries,
-                                                       18: _v18_tool_uses,
-                                                       19: _v19_kb_document_source,
-                                                       20: _v20_contact_request_warning,
-                                                       21: _v21_memory_event_time,
-                                                       22: _v22_sealed_secrets,
-                                                       23: _v23_peer_tags,
-                                                       24: _v24_taints,
-                                                       25: _v25_peer_credentials,
-                                                       26: _v26_conversations,
-                                                       27: _v27_people_groups,
-                                                       28: _v28_peers_matter,
-                                                       29: _v29_cached_tokens}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    2: _v2_stelis_columns,
+    3: _v3_memory_tiers,
+    4: _v4_llm_memory_status,
+    5: _v5_anti_stagnation_metrics,
+    6: _v6_persona_autonomy,
+    7: _v7_consent_and_archive,
+    8: _v8_live_events_and_history,
+    9: _v9_reach,
+    10: _v10_full_text_index,
+    11: _v11_memory_vectors,
+    12: _v12_provenance,
+    13: _v13_mesh,
+    14: _v14_peers_and_a2a,
+    15: _v15_people_and_channels,
+    16: _v16_goal_related_values,
+    17: _v17_ethics_on_audit_entries,
+    18: _v18_tool_uses,
+    19: _v19_kb_document_source,
+    20: _v20_contact_request_warning,
+    21: _v21_memory_event_time,
+    22: _v22_sealed_secrets,
+    23: _v23_peer_tags,
+    24: _v24_taints,
+    25: _v25_peer_credentials,
+    26: _v26_conversations,
+    27: _v27_people_groups,
+    28: _v28_peers_matter,
+    29: _v29_cached_tokens,
+}
 
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer fails the start-up, it does not hang it
@@ -433,8 +480,10 @@ def database_url(data_dir: str | Path, url: str | None = None) -> str:
             return f"sqlite:///{Path(url).expanduser().resolve()}"
         scheme = url.split("://", 1)[0].split("+", 1)[0].lower()
         if scheme not in ("sqlite", "postgresql"):
-            raise DatabaseOpenError(f"{masked(url)}: unsupported scheme {scheme!r} — anima stores its memory "
-                                    "in PostgreSQL (postgresql://user@host:port/name) or SQLite (a file path)")
+            raise DatabaseOpenError(
+                f"{masked(url)}: unsupported scheme {scheme!r} — anima stores its memory "
+                "in PostgreSQL (postgresql://user@host:port/name) or SQLite (a file path)"
+            )
         return url
     path = Path(data_dir).expanduser().resolve() / "anima.sqlite"
     try:
@@ -452,8 +501,10 @@ def _open_failure(url: str, exc: Exception) -> str:
     if parsed.get_backend_name() == "sqlite":
         file = parsed.database or ":memory:"
         if "not a database" in reason or "malformed" in reason:
-            return (f"{file} is not a usable SQLite database ({reason}); it was left untouched — move it aside "
-                    "(or point --data-dir/--db elsewhere) to start a new one")
+            return (
+                f"{file} is not a usable SQLite database ({reason}); it was left untouched — move it aside "
+                "(or point --data-dir/--db elsewhere) to start a new one"
+            )
         hint = "; is its directory writable?" if "unable to open" in reason else ""
         return f"cannot open the SQLite database {file} ({reason}){hint}"
     where = f"{parsed.host or 'localhost'}:{parsed.port or 5432}"
@@ -496,10 +547,13 @@ def create_db_engine(url: str, *, pool_size: int | None = None, server_prepare: 
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.startswith("postgresql://"):
-        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
     # a deployment's pool serves every persona's schema: recycled, so no connection caches every table it touched
-    sizing = {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": POOL_RECYCLE_S,
-              "pool_use_lifo": True} if pool_size else {}
+    sizing = (
+        {"pool_size": pool_size, "max_overflow": pool_size, "pool_recycle": POOL_RECYCLE_S, "pool_use_lifo": True}
+        if pool_size
+        else {}
+    )
     connect_args: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
     if not server_prepare:
         connect_args["prepare_threshold"] = None
@@ -534,20 +588,24 @@ def _keep_search_path(engine: Engine) -> None:
     tables."""
 
     @event.listens_for(engine, "before_cursor_execute")
-    def set_search_path(conn: Connection, cursor: Any, statement: str, parameters: Any, context: Any,
-                        executemany: bool) -> None:
+    def set_search_path(
+        conn: Connection, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
+    ) -> None:
         wanted = conn.get_execution_options().get(SEARCH_PATH)
         pooled = conn.connection
         if pooled.info.get(SEARCH_PATH) == wanted:
             return
         dbapi = pooled.dbapi_connection
         if dbapi is None or dbapi.info.transaction_status != 0:  # psycopg.pq.TransactionStatus.IDLE
-            raise SearchPathError(f"a connection set to schema {pooled.info.get(SEARCH_PATH)!r} inside a transaction "
-                                  f"of schema {wanted!r}: refused")
+            raise SearchPathError(
+                f"a connection set to schema {pooled.info.get(SEARCH_PATH)!r} inside a transaction "
+                f"of schema {wanted!r}: refused"
+            )
         from psycopg import sql
 
-        setting = sql.SQL("SET search_path TO {}").format(sql.Identifier(wanted)) if wanted else \
-            sql.SQL("RESET search_path")
+        setting = (
+            sql.SQL("SET search_path TO {}").format(sql.Identifier(wanted)) if wanted else sql.SQL("RESET search_path")
+        )
         autocommit = dbapi.autocommit
         dbapi.autocommit = True  # its own transaction: never undone by a rollback of the unit that follows
         try:
@@ -590,8 +648,11 @@ def schema_lock(engine: Engine) -> Iterator[None]:
     if engine.dialect.name == "sqlite":
         database = engine.url.database
         try:
-            handle = os.open(f"{database}.lock", os.O_RDWR | os.O_CREAT, 0o644) \
-                if database and database != ":memory:" else None
+            handle = (
+                os.open(f"{database}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+                if database and database != ":memory:"
+                else None
+            )
         except OSError:  # an unwritable directory: SQLite will say so
             handle = None
         if handle is None:
@@ -656,9 +717,7 @@ def _ensure_schema(engine: Engine, schema: str | None = None) -> int:
     for version in range(current + 1, SCHEMA_VERSION + 1):
         with engine.begin() as conn:
             MIGRATIONS[version](conn)
-            conn.execute(
-                table_of(SchemaVersion).update().where(SchemaVersion.id == 1).values(version=version)
-            )
+            conn.execute(table_of(SchemaVersion).update().where(SchemaVersion.id == 1).values(version=version))
         log.info("migrated schema to v%s", version)
     with engine.begin() as conn:  # tables added since the database was made
         Base.metadata.create_all(conn)
@@ -689,13 +748,13 @@ class SharedSession:
     MOST = 3  # a unit, one inside it, one inside that (the memory index's read, and its write inside it)
     MOST_READERS = 2  # PostgreSQL's autocommit sessions for `reading()` (a search's read inside a unit)
 
-    def __init__(self, database: "Database"):
+    def __init__(self, database: Database):
         self.database = database
         self._kept: list[_Kept] = []
         self._lock = threading.Lock()
         self._closed = False
 
-    def take(self, database: "Database", *, reader: bool = False) -> _Kept | None:
+    def take(self, database: Database, *, reader: bool = False) -> _Kept | None:
         """A kept session no other unit holds (`reader`: one in autocommit, PostgreSQL's `reading()`), or None."""
         if database is not self.database:
             return None
@@ -744,7 +803,7 @@ class SharedSession:
 T = TypeVar("T")
 _SHARED: ContextVar[SharedSession | None] = ContextVar("anima_shared_session", default=None)
 # the run's database and the config keys its tick read once (memory/repositories/config.py), on both dialects
-_RUN_CONFIG: ContextVar[tuple["Database", ConfigSnapshot] | None] = ContextVar("anima_run_config", default=None)
+_RUN_CONFIG: ContextVar[tuple[Database, ConfigSnapshot] | None] = ContextVar("anima_run_config", default=None)
 
 
 class Database:
@@ -764,12 +823,21 @@ class Database:
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
         record_history(self.sessions)  # every change to a memory tier lands in memory_history (memory/history.py)
         record_taints(self.sessions)  # a row written from untrusted text keeps its sources (memory/taint.py)
-        self.readers = sessionmaker(autocommitting(self.engine), expire_on_commit=False) \
-            if self.engine.dialect.name == "postgresql" else self.sessions  # `reading`
+        self.readers = (
+            sessionmaker(autocommitting(self.engine), expire_on_commit=False)
+            if self.engine.dialect.name == "postgresql"
+            else self.sessions
+        )  # `reading`
 
     @classmethod
-    def open(cls, data_dir: str | Path = "data", url: str | None = None, *, schema: str | None = None,
-             engine: Engine | None = None) -> "Database":
+    def open(
+        cls,
+        data_dir: str | Path = "data",
+        url: str | None = None,
+        *,
+        schema: str | None = None,
+        engine: Engine | None = None,
+    ) -> Database:
         """Open (create or upgrade) the database; DatabaseOpenError says what failed. A file that is not a
         database is refused, never overwritten. `schema`: a persona's own PostgreSQL schema (created when
         missing); `engine`: a shared one (its pool serves every persona of the process)."""

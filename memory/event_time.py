@@ -19,10 +19,12 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-_MONTH = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|"
-          r"apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?")
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|"
+    r"apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+)
 _DAY = r"\d{1,2}(?:st|nd|rd|th)?"
 _YEAR = r"(?:19|20)\d\d"
 _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
@@ -31,40 +33,65 @@ _UNIT = r"(?:day|week|month|year)s?"
 
 # (pattern, precision), most specific first: the earliest match in the text wins, and among matches at the same
 # place the longer one.
-PATTERNS: list[tuple[re.Pattern[str], str]] = [(re.compile(p, re.IGNORECASE), precision) for p, precision in [
-    (rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", "day"),
-    (rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", "day"),
-    (r"\b(?:19|20)\d\d-\d\d-\d\d\b", "day"),
-    (rf"\b(?:on\s+)?(?:the\s+)?{_DAY}\s+of\s+{_MONTH}\b", "day"),
-    (rf"\b(?:on\s+)?{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)\b", "day"),
-    (rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", "month"),
-    (r"\bthe day before yesterday\b", "day"),
-    (r"\b(?:yesterday|last night)\b", "day"),
-    (r"\b(?:today|tonight|this morning|this afternoon|this evening)\b", "day"),
-    (r"\btomorrow\b", "day"),
-    (rf"\b(?:last|this past|past|on|next|this coming)\s+{_WEEKDAY}\b", "day"),
-    (r"\b(?:last|this past|past)\s+weekend\b", "week"),
-    (rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", "relative"),
-    (r"\b(?:last|next)\s+(?:week|month|year)\b", "relative"),
-    (rf"\bin\s+{_MONTH}(?!\s*\d)\b", "month"),
-    (rf"\b(?:in|since|during)\s+{_YEAR}\b", "year"),
-    # Russian
-    (r"(?<!\w)(?:позавчера|вчера|сегодня|завтра)(?!\w)", "day"),
-    (r"(?<!\w)(?:в\s+)?(?:прошл(?:ый|ую|ое)|эт(?:от|у))\s+(?:понедельник|вторник|среду|четверг|пятницу|субботу|"
-     r"воскресенье)(?!\w)", "day"),
-    (r"(?<!\w)(?:\d+|два|две|три|четыре|пять|несколько)?\s*(?:день|дня|дней|недел[юиь]|недель|месяц|месяца|месяцев|"
-     r"год|года|лет)\s+назад(?!\w)", "relative"),
-    (r"(?<!\w)на\s+прошлой\s+неделе(?!\w)|(?<!\w)в\s+прошлом\s+(?:месяце|году)(?!\w)", "relative"),
-    # Japanese
-    (r"一昨日|おととい|昨日|きのう|今日|きょう|明日|あした", "day"),
-    (r"先週の?[月火水木金土日]曜日?", "day"),
-    (r"\d+\s*(?:日|週間|か月|ヶ月|年)前", "relative"),
-    (r"先週|先月|去年|昨年", "relative"),
-]]
+PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(p, re.IGNORECASE), precision)
+    for p, precision in [
+        (rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", "day"),
+        (rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", "day"),
+        (r"\b(?:19|20)\d\d-\d\d-\d\d\b", "day"),
+        (rf"\b(?:on\s+)?(?:the\s+)?{_DAY}\s+of\s+{_MONTH}\b", "day"),
+        (rf"\b(?:on\s+)?{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)\b", "day"),
+        (rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", "month"),
+        (r"\bthe day before yesterday\b", "day"),
+        (r"\b(?:yesterday|last night)\b", "day"),
+        (r"\b(?:today|tonight|this morning|this afternoon|this evening)\b", "day"),
+        (r"\btomorrow\b", "day"),
+        (rf"\b(?:last|this past|past|on|next|this coming)\s+{_WEEKDAY}\b", "day"),
+        (r"\b(?:last|this past|past)\s+weekend\b", "week"),
+        (rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", "relative"),
+        (r"\b(?:last|next)\s+(?:week|month|year)\b", "relative"),
+        (rf"\bin\s+{_MONTH}(?!\s*\d)\b", "month"),
+        (rf"\b(?:in|since|during)\s+{_YEAR}\b", "year"),
+        # Russian
+        (r"(?<!\w)(?:позавчера|вчера|сегодня|завтра)(?!\w)", "day"),
+        (
+            r"(?<!\w)(?:в\s+)?(?:прошл(?:ый|ую|ое)|эт(?:от|у))\s+(?:понедельник|вторник|среду|четверг|пятницу|субботу|"
+            r"воскресенье)(?!\w)",
+            "day",
+        ),
+        (
+            r"(?<!\w)(?:\d+|два|две|три|четыре|пять|несколько)?\s*(?:день|дня|дней|недел[юиь]|недель|месяц|месяца|месяцев|"
+            r"год|года|лет)\s+назад(?!\w)",
+            "relative",
+        ),
+        (r"(?<!\w)на\s+прошлой\s+неделе(?!\w)|(?<!\w)в\s+прошлом\s+(?:месяце|году)(?!\w)", "relative"),
+        # Japanese
+        (r"一昨日|おととい|昨日|きのう|今日|きょう|明日|あした", "day"),
+        (r"先週の?[月火水木金土日]曜日?", "day"),
+        (r"\d+\s*(?:日|週間|か月|ヶ月|年)前", "relative"),
+        (r"先週|先月|去年|昨年", "relative"),
+    ]
+]
 
-_NUMBERS = {"a": "1", "an": "1", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-            "seven": "7", "eight": "8", "nine": "9", "ten": "10", "a few": "3", "few": "3", "a couple of": "2",
-            "couple of": "2", "several": "4"}
+_NUMBERS = {
+    "a": "1",
+    "an": "1",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "a few": "3",
+    "few": "3",
+    "a couple of": "2",
+    "couple of": "2",
+    "several": "4",
+}
 _RU_NUMBERS = {"два": "2", "две": "2", "три": "3", "четыре": "4", "пять": "5", "несколько": "3"}
 
 
@@ -111,13 +138,20 @@ def resolve(phrase: str, recorded_at: datetime) -> datetime | None:
     """What `phrase` means said at `recorded_at` (UTC); None when dateparser cannot say."""
     import dateparser
 
-    base = recorded_at if recorded_at.tzinfo is None else recorded_at.astimezone(timezone.utc).replace(tzinfo=None)
+    base = recorded_at if recorded_at.tzinfo is None else recorded_at.astimezone(UTC).replace(tzinfo=None)
     text, direction = _normalised(phrase)
     with _LOCK:  # dateparser's caches are shared: one resolution at a time
-        found = dateparser.parse(text, languages=["en", "ru", "ja"], settings={
-            "RELATIVE_BASE": base, "PREFER_DATES_FROM": direction, "PREFER_DAY_OF_MONTH": "first",
-            "RETURN_AS_TIMEZONE_AWARE": False})
-    return None if found is None else found.replace(tzinfo=timezone.utc)
+        found = dateparser.parse(
+            text,
+            languages=["en", "ru", "ja"],
+            settings={
+                "RELATIVE_BASE": base,
+                "PREFER_DATES_FROM": direction,
+                "PREFER_DAY_OF_MONTH": "first",
+                "RETURN_AS_TIMEZONE_AWARE": False,
+            },
+        )
+    return None if found is None else found.replace(tzinfo=UTC)
 
 
 def event_time(text: str, recorded_at: datetime) -> EventTime | None:
@@ -131,9 +165,15 @@ def event_time(text: str, recorded_at: datetime) -> EventTime | None:
         return None
     precision = kind
     if kind == "relative":
-        precision = ("day" if re.search(r"day|дн|день|дня|日前", phrase, re.IGNORECASE) else
-                     "week" if re.search(r"week|недел|週", phrase, re.IGNORECASE) else
-                     "month" if re.search(r"month|месяц|月", phrase, re.IGNORECASE) else "year")
+        precision = (
+            "day"
+            if re.search(r"day|дн|день|дня|日前", phrase, re.IGNORECASE)
+            else "week"
+            if re.search(r"week|недел|週", phrase, re.IGNORECASE)
+            else "month"
+            if re.search(r"month|месяц|月", phrase, re.IGNORECASE)
+            else "year"
+        )
     start = at.replace(hour=0, minute=0, second=0, microsecond=0)
     if precision == "month":
         start = start.replace(day=1)

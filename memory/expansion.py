@@ -34,8 +34,11 @@ def expansion_text(answer: dict[str, Any]) -> str:
 
 def expander(generate: Generate) -> Callable[[str, str, datetime], str]:
     """An expander for the follow-up: (text, author, record time) -> the expansion text."""
+
     def expand(text: str, author: str, when: datetime) -> str:
-        prompt = EXPANSION_PROMPT.format(author=author or "someone",
-                                         when=f"{when:%d %B %Y}", text=text[:MAX_TEXT].replace('"', "'"))
+        prompt = EXPANSION_PROMPT.format(
+            author=author or "someone", when=f"{when:%d %B %Y}", text=text[:MAX_TEXT].replace('"', "'")
+        )
         return expansion_text(generate(prompt, EXPANSION_SCHEMA))
+
     return expand

@@ -22,8 +22,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from memory.db import (Database, DatabaseOpenError, _open_failure, autocommitting, create_db_engine, masked,
-                       schema_lock)
+from memory.db import Database, DatabaseOpenError, _open_failure, autocommitting, create_db_engine, masked, schema_lock
 from memory.models import RegistryBase
 from memory.repositories.personas import PersonaRegistryRepo
 
@@ -38,8 +37,10 @@ class FleetError(ValueError):
 
 def check_name(name: str) -> str:
     if not NAME.match(name or ""):
-        raise FleetError(f"persona name {name!r}: use 1-40 lowercase letters, digits or _ (starting with a letter); "
-                         "it names the persona's database schema and vector database")
+        raise FleetError(
+            f"persona name {name!r}: use 1-40 lowercase letters, digits or _ (starting with a letter); "
+            "it names the persona's database schema and vector database"
+        )
     return name
 
 
@@ -57,10 +58,12 @@ class Fleet:
         self.statements = sessionmaker(autocommitting(engine), expire_on_commit=False)  # `registry(each=True)`
 
     @classmethod
-    def open(cls, url: str, *, pool_size: int = 5) -> "Fleet":
+    def open(cls, url: str, *, pool_size: int = 5) -> Fleet:
         if not url.startswith("postgresql"):
-            raise DatabaseOpenError(f"{masked(url)}: many personas need PostgreSQL (postgresql://user@host/db); "
-                                    "one persona runs on SQLite with `run.py` alone")
+            raise DatabaseOpenError(
+                f"{masked(url)}: many personas need PostgreSQL (postgresql://user@host/db); "
+                "one persona runs on SQLite with `run.py` alone"
+            )
         engine = create_db_engine(url, pool_size=pool_size, server_prepare=False)
         try:
             if not _registry_exists(engine):

@@ -2,7 +2,8 @@
 
 The write (a tick's `write_memory`, a command, the web) commits the row, its full-text document and, at the sync
 right after, its vectors — a bounded amount of work whatever the text's length (memory/text.py `parts`: the whole
-text and the parts of its first WRITTEN_CHARS characters). Everything else a new memory needs runs here, in one background thread of the
+text and the parts of its first WRITTEN_CHARS characters). Everything else a new memory needs runs here, in one
+background thread of the
 process that holds the index (`FollowUp.start`: the loop's; a fleet worker's indexing job calls `run_pending`
 instead), item by item in the order they were written, a page at a time (the page read and its event times set in
 one short transaction, one sync of the vectors and one move of the cursor after it):
@@ -160,7 +161,9 @@ class FollowUp:
                         if stop is not None and stop.is_set():
                             return report
                         self._follow_up_read(item, report, stop)
-                        if stop is not None and stop.is_set():  # cut short (a long text's windows): done again next time
+                        if (
+                            stop is not None and stop.is_set()
+                        ):  # cut short (a long text's windows): done again next time
                             return report
                         done = item.id
                         report.looked_at += 1
@@ -173,8 +176,9 @@ class FollowUp:
                     break
         return report
 
-    def follow_up(self, item_id: int, report: FollowUpReport | None = None,
-                  stop: threading.Event | None = None) -> FollowUpReport:
+    def follow_up(
+        self, item_id: int, report: FollowUpReport | None = None, stop: threading.Event | None = None
+    ) -> FollowUpReport:
         """Every step of the module doc for one memory (a long text's windows stop early when `stop` is set)."""
         report = report or FollowUpReport()
         with self.index.db.unit() as repos:
@@ -186,16 +190,19 @@ class FollowUp:
         self.index.sync()
         return report
 
-    def _read(self, item: Any, report: FollowUpReport, repos: Any) -> "_Read":
+    def _read(self, item: Any, report: FollowUpReport, repos: Any) -> _Read:
         """Step 1 (its event time, set in the caller's unit) and what the other steps need of the item."""
         read = _Read(item.id, item.tier, item.text or "", item.created_at, item.status, item.author or "")
-        if item.event_at is None and read.tier not in NO_EVENT_TIERS and \
-                (found := event_time(read.text, read.created or utcnow())) is not None:
+        if (
+            item.event_at is None
+            and read.tier not in NO_EVENT_TIERS
+            and (found := event_time(read.text, read.created or utcnow())) is not None
+        ):
             repos.items.set_event_time(item, found.at, found.phrase, found.precision)
             report.event_times += 1
         return read
 
-    def _follow_up_read(self, item: "_Read", report: FollowUpReport, stop: threading.Event | None = None) -> None:
+    def _follow_up_read(self, item: _Read, report: FollowUpReport, stop: threading.Event | None = None) -> None:
         """Steps 2-4 for an item `_read` has read (the caller syncs after; a long text's windows stop early when
         `stop` is set)."""
         if item.tier in FACT_TIERS and item.status == "active":
@@ -262,8 +269,13 @@ class FollowUp:
             rows.append(part_vectors(index.embedder, prefix, body, group))
             done += len(body)
             if len(text) > PROGRESS_CHARS:
-                log.info("memory follow-up: item %d, %d/%d characters in windows (%.0f characters/s)", item_id,
-                         min(len(text), WRITTEN_CHARS + done), len(text), done / max(1e-6, time.monotonic() - started))
+                log.info(
+                    "memory follow-up: item %d, %d/%d characters in windows (%.0f characters/s)",
+                    item_id,
+                    min(len(text), WRITTEN_CHARS + done),
+                    len(text),
+                    done / max(1e-6, time.monotonic() - started),
+                )
         matrix = np.vstack(rows)
         with index.db.unit() as repos:
             current = repos.items.many([item_id]).get(item_id)

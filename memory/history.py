@@ -128,10 +128,17 @@ def _diff(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return before, after
 
 
-def _change(tier: str, ref: Any, action: str, actor: str, before: dict[str, Any] | None,
-            after: dict[str, Any] | None) -> dict[str, Any]:
-    return {"tier": tier[:32], "ref": str(ref)[:128], "action": action, "actor": actor[:64], "before": before,
-            "after": after}
+def _change(
+    tier: str, ref: Any, action: str, actor: str, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> dict[str, Any]:
+    return {
+        "tier": tier[:32],
+        "ref": str(ref)[:128],
+        "action": action,
+        "actor": actor[:64],
+        "before": before,
+        "after": after,
+    }
 
 
 def _item_change(item: MemoryItem, actor: str) -> dict[str, Any] | None:
@@ -144,8 +151,9 @@ def _item_change(item: MemoryItem, actor: str) -> dict[str, Any] | None:
     if {old, new} != {"active", "archived"}:
         return None
     ref = item.ref.split(":", 1)[0] if item.tier == "kb" else item.ref  # a kb chunk stands for its document
-    return _change(item.tier, ref, "archive" if new == "archived" else "restore", actor, {"status": old},
-                   {"status": new})
+    return _change(
+        item.tier, ref, "archive" if new == "archived" else "restore", actor, {"status": old}, {"status": new}
+    )
 
 
 def changes_of(session: Any) -> list[dict[str, Any]]:

@@ -88,7 +88,9 @@ def ingest(repos: Repos, path: Path, *, source: str = "", author: str = "") -> I
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     existing = repos.kb.by_hash(digest)
     if existing is not None:
-        return Ingested(str(path), existing.id, existing.chunks, skipped=f"already in the knowledge base as document {existing.id}")
+        return Ingested(
+            str(path), existing.id, existing.chunks, skipped=f"already in the knowledge base as document {existing.id}"
+        )
     pieces = split_document(text)
     if not pieces:
         raise KnowledgeError(f"{path}: no text found")

@@ -8,7 +8,7 @@ llm_registry, config, llm_recent_responses → `messages`). Only portable types 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -52,7 +52,7 @@ class Thread(Base):
 
     __tablename__ = "threads"
     id: Mapped[str] = mapped_column(String(128), primary_key=True)
-    parent_id: Mapped[Optional[str]] = mapped_column(ForeignKey("threads.id"), index=True)
+    parent_id: Mapped[str | None] = mapped_column(ForeignKey("threads.id"), index=True)
     label: Mapped[str] = mapped_column(String(200), default="")
     playbook: Mapped[str] = mapped_column(String(200), default="")
     persona: Mapped[str] = mapped_column(String(200), default="")
@@ -60,14 +60,14 @@ class Thread(Base):
     window_ratio: Mapped[float] = mapped_column(Float, default=1.0)
     status: Mapped[str] = mapped_column(String(20), default="running")  # running|completed|aborted
     tick: Mapped[int] = mapped_column(Integer, default=0)
-    chronicle_prompt: Mapped[Optional[str]] = mapped_column(Text)
-    chronicle: Mapped[Optional[str]] = mapped_column(Text)
+    chronicle_prompt: Mapped[str | None] = mapped_column(Text)
+    chronicle: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    completed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # v2: Stelis bookkeeping
     origin: Mapped[str] = mapped_column(String(20), default="root")  # root | playbook | command
-    owner: Mapped[Optional[str]] = mapped_column(String(200))  # host:pid:start of the process running it
-    error: Mapped[Optional[str]] = mapped_column(Text)  # why it was aborted
+    owner: Mapped[str | None] = mapped_column(String(200))  # host:pid:start of the process running it
+    error: Mapped[str | None] = mapped_column(Text)  # why it was aborted
 
 
 class Message(Base):
@@ -84,25 +84,27 @@ class Message(Base):
     role: Mapped[str] = mapped_column(String(16), default="assistant")
     content: Mapped[str] = mapped_column(Text, default="")
     # Idempotency key: a re-run node (after a kill) updates its row instead of adding a second one.
-    dedup_key: Mapped[Optional[str]] = mapped_column(String(200), unique=True)
-    llm_id: Mapped[Optional[str]] = mapped_column(String(200))
+    dedup_key: Mapped[str | None] = mapped_column(String(200), unique=True)
+    llm_id: Mapped[str | None] = mapped_column(String(200))
     # the reflexes' details load when read (inspect, export), not with every query for recent thoughts
-    reflection: Mapped[Optional[str]] = mapped_column(Text, deferred=True, deferred_group="reflex_detail")
-    novelty_score: Mapped[Optional[float]] = mapped_column(Float)
+    reflection: Mapped[str | None] = mapped_column(Text, deferred=True, deferred_group="reflex_detail")
+    novelty_score: Mapped[float | None] = mapped_column(Float)
     new_ideas: Mapped[list[Any]] = mapped_column(default=list, deferred=True, deferred_group="reflex_detail")
     refined_ideas: Mapped[list[Any]] = mapped_column(default=list, deferred=True, deferred_group="reflex_detail")
     discarded_ideas: Mapped[list[Any]] = mapped_column(default=list, deferred=True, deferred_group="reflex_detail")
     tags: Mapped[list[Any]] = mapped_column(default=list)
     emotions: Mapped[list[Any]] = mapped_column(default=list)
-    rating: Mapped[Optional[float]] = mapped_column(Float)
+    rating: Mapped[float | None] = mapped_column(Float)
     distribution: Mapped[dict[str, Any]] = mapped_column(default=dict, deferred=True, deferred_group="reflex_detail")
     validators: Mapped[list[Any]] = mapped_column(default=list, deferred=True, deferred_group="reflex_detail")
     auto_pass: Mapped[bool] = mapped_column(Boolean, default=False)
     self_validation: Mapped[bool] = mapped_column(Boolean, default=False)
-    confidence: Mapped[Optional[float]] = mapped_column(Float)
-    unverified_facts_json: Mapped[list[Any]] = mapped_column(default=list, deferred=True, deferred_group="reflex_detail")
+    confidence: Mapped[float | None] = mapped_column(Float)
+    unverified_facts_json: Mapped[list[Any]] = mapped_column(
+        default=list, deferred=True, deferred_group="reflex_detail"
+    )
     stagnation_flag: Mapped[bool] = mapped_column(Boolean, default=False)
-    stagnation_reason: Mapped[Optional[str]] = mapped_column(Text)
+    stagnation_reason: Mapped[str | None] = mapped_column(Text)
     triggered_actions: Mapped[list[Any]] = mapped_column(default=list, deferred=True, deferred_group="reflex_detail")
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -112,9 +114,11 @@ class Note(Base):
     """HMP `notes`: messages between the human, the persona, tasks and the system."""
 
     __tablename__ = "notes"
-    __table_args__ = (Index("ix_notes_unread", "read", "source", "id"),
-                      Index("ix_notes_source_created", "source", "created_at"),  # "when did the human last write"
-                      Index("ix_notes_person", "person_id", "id"))  # a person's conversation, newest first
+    __table_args__ = (
+        Index("ix_notes_unread", "read", "source", "id"),
+        Index("ix_notes_source_created", "source", "created_at"),  # "when did the human last write"
+        Index("ix_notes_person", "person_id", "id"),
+    )  # a person's conversation, newest first
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     text: Mapped[str] = mapped_column(Text)
     tags: Mapped[list[Any]] = mapped_column(default=list)
@@ -124,15 +128,17 @@ class Note(Base):
     read: Mapped[bool] = mapped_column(Boolean, default=False)
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     priority: Mapped[int] = mapped_column(Integer, default=0)
-    task_id: Mapped[Optional[int]] = mapped_column(Integer)
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128), index=True)
-    llm_id: Mapped[Optional[str]] = mapped_column(String(200))
-    read_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    task_id: Mapped[int | None] = mapped_column(Integer)
+    thread_id: Mapped[str | None] = mapped_column(String(128), index=True)
+    llm_id: Mapped[str | None] = mapped_column(String(200))
+    read_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    author_id: Mapped[Optional[int]] = mapped_column(Integer)  # people.id of the human who wrote it (None: the persona, the system)
+    author_id: Mapped[int | None] = mapped_column(
+        Integer
+    )  # people.id of the human who wrote it (None: the persona, the system)
     # the conversation it belongs to: the person who wrote it, or the person the persona's message went to
-    person_id: Mapped[Optional[int]] = mapped_column(Integer)
-    door: Mapped[Optional[str]] = mapped_column(String(16))  # how it came or went (memory/note_kinds.py Door)
+    person_id: Mapped[int | None] = mapped_column(Integer)
+    door: Mapped[str | None] = mapped_column(String(16))  # how it came or went (memory/note_kinds.py Door)
 
 
 class ProcessLog(Base):
@@ -146,12 +152,13 @@ class ProcessLog(Base):
     tags: Mapped[list[Any]] = mapped_column(default=list)
     status: Mapped[str] = mapped_column(String(20), default="ok")  # ok|warning|error|timeout|offline|close|in_progress
     priority: Mapped[int] = mapped_column(Integer, default=0)
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
-    task_id: Mapped[Optional[int]] = mapped_column(Integer)
-    llm_id: Mapped[Optional[str]] = mapped_column(String(200))
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    task_id: Mapped[int | None] = mapped_column(Integer)
+    llm_id: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    # the untrusted text the value holds (memory/provenance.py): a knowledge-base chunk, a search result, a tool's answer
+    # the untrusted text the value holds (memory/provenance.py): a knowledge-base chunk, a search result, a tool's
+    # answer
     sources: Mapped[list[Any]] = mapped_column(default=list)
 
 
@@ -171,7 +178,7 @@ class Tick(Base):
     llm_ms: Mapped[float] = mapped_column(Float, default=0.0)
     summary: Mapped[dict[str, Any]] = mapped_column(default=dict)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    finished_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class ConfigEntry(Base):
@@ -218,8 +225,8 @@ class LLMCall(Base):
     __tablename__ = "llm_calls"
     __table_args__ = (Index("ix_llm_calls_thread_tick", "thread_id", "tick"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
-    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    tick: Mapped[int | None] = mapped_column(Integer)
     purpose: Mapped[str] = mapped_column(String(40), default="think")
     llm_id: Mapped[str] = mapped_column(String(200))
     provider: Mapped[str] = mapped_column(String(32))
@@ -229,7 +236,7 @@ class LLMCall(Base):
     cached_tokens: Mapped[int] = mapped_column(Integer, default=0)  # of prompt_tokens, served from a prompt cache
     latency_ms: Mapped[float] = mapped_column(Float, default=0.0)
     ok: Mapped[bool] = mapped_column(Boolean, default=True)
-    error: Mapped[Optional[str]] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -241,8 +248,8 @@ class LLMMemory(Base):
     title: Mapped[str] = mapped_column(String(300), default="")
     content: Mapped[str] = mapped_column(Text)
     tags: Mapped[list[Any]] = mapped_column(default=list)
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
-    llm_id: Mapped[Optional[str]] = mapped_column(String(200))
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    llm_id: Mapped[str | None] = mapped_column(String(200))
     status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived (v4)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -269,10 +276,10 @@ class MemoryItem(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     tier: Mapped[str] = mapped_column(String(32))
     ref: Mapped[str] = mapped_column(String(200))
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    thread_id: Mapped[str | None] = mapped_column(String(128))
     author: Mapped[str] = mapped_column(String(200), default="")
-    episode: Mapped[Optional[str]] = mapped_column(String(200))
-    seq: Mapped[Optional[int]] = mapped_column(Integer)
+    episode: Mapped[str | None] = mapped_column(String(200))
+    seq: Mapped[int | None] = mapped_column(Integer)
     title: Mapped[str] = mapped_column(String(300), default="")
     text: Mapped[str] = mapped_column(Text)
     context_before: Mapped[str] = mapped_column(Text, default="")
@@ -281,16 +288,16 @@ class MemoryItem(Base):
     emotions: Mapped[list[Any]] = mapped_column(default=list)
     importance: Mapped[float] = mapped_column(Float, default=0.5)  # 0..1
     emotion_score: Mapped[float] = mapped_column(Float, default=0.0)  # 0..1, strongest emotion / 5
-    novelty: Mapped[Optional[float]] = mapped_column(Float)
+    novelty: Mapped[float | None] = mapped_column(Float)
     pinned: Mapped[bool] = mapped_column(Boolean, default=False)
     status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived | deleted
     access_count: Mapped[int] = mapped_column(Integer, default=0)
-    last_accessed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    last_accessed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)  # record time
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # event time: when what it tells happened, when its text or its source says (memory/event_time.py); record
     # time is `created_at`
-    event_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    event_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
@@ -354,8 +361,8 @@ class DiaryEntry(_Lifecycle, Base):
     priority: Mapped[int] = mapped_column(Integer, default=0)
     pinned: Mapped[bool] = mapped_column(Boolean, default=False)
     status: Mapped[str] = mapped_column(String(16), default="active")  # active | archived
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
-    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    tick: Mapped[int | None] = mapped_column(Integer)
 
 
 class Concept(_Lifecycle, Base):
@@ -395,7 +402,7 @@ class Abstract(_Lifecycle, Base):
     tags: Mapped[list[Any]] = mapped_column(default=list)
     sources: Mapped[list[Any]] = mapped_column(default=list)  # ["message:12", "diary:3", …]
     trigger: Mapped[str] = mapped_column(String(40), default="manual")  # every_n | goal_closed | mode_change | manual
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    thread_id: Mapped[str | None] = mapped_column(String(128))
 
 
 class Goal(_Lifecycle, Base):
@@ -413,9 +420,9 @@ class Goal(_Lifecycle, Base):
     tags: Mapped[list[Any]] = mapped_column(default=list)
     progress_notes: Mapped[list[Any]] = mapped_column(default=list)
     related_values: Mapped[list[Any]] = mapped_column(default=list)  # v14, Nexus Ark: the values a (long) goal serves
-    reason: Mapped[Optional[str]] = mapped_column(Text)  # why it failed / was paused
-    completed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    archived_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))  # v7: set aside, restorable
+    reason: Mapped[str | None] = mapped_column(Text)  # why it failed / was paused
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # v7: set aside, restorable
 
 
 class GoalLink(Base):
@@ -431,7 +438,7 @@ class Task(_Lifecycle, Base):
 
     __tablename__ = "tasks"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    goal_id: Mapped[Optional[int]] = mapped_column(ForeignKey("goals.id", ondelete="SET NULL"), index=True)
+    goal_id: Mapped[int | None] = mapped_column(ForeignKey("goals.id", ondelete="SET NULL"), index=True)
     title: Mapped[str] = mapped_column(String(300))
     description: Mapped[str] = mapped_column(Text, default="")
     priority: Mapped[int] = mapped_column(Integer, default=1)
@@ -440,14 +447,14 @@ class Task(_Lifecycle, Base):
     status: Mapped[str] = mapped_column(String(16), default="open")
     kind: Mapped[str] = mapped_column(String(32), default="task")  # task | fact-check
     tags: Mapped[list[Any]] = mapped_column(default=list)
-    completed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    completed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # v6: the HMP auxiliary REPL cycle working on this task
     repl_mode: Mapped[str] = mapped_column(String(16), default="none")  # none | read_only
-    repl_status: Mapped[Optional[str]] = mapped_column(String(16))  # running | stopped | error
+    repl_status: Mapped[str | None] = mapped_column(String(16))  # running | stopped | error
     repl_config: Mapped[dict[str, Any]] = mapped_column(default=dict)  # max_ticks, deadline_s, pause_s, restarts…
-    repl_thread: Mapped[Optional[str]] = mapped_column(String(128))  # the sub-cycle's own thread
-    repl_error: Mapped[Optional[str]] = mapped_column(Text)
-    archived_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))  # v7: set aside, restorable
+    repl_thread: Mapped[str | None] = mapped_column(String(128))  # the sub-cycle's own thread
+    repl_error: Mapped[str | None] = mapped_column(Text)
+    archived_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # v7: set aside, restorable
 
 
 class Episode(Base):
@@ -502,10 +509,12 @@ class UnverifiedFact(Base):
     sources: Mapped[list[Any]] = mapped_column(default=list)
     why_unverified: Mapped[str] = mapped_column(Text, default="")
     priority: Mapped[int] = mapped_column(Integer, default=0)
-    status: Mapped[str] = mapped_column(String(16), default="open")  # open | pending (fact-check task) | verified | rejected
-    resolution: Mapped[Optional[str]] = mapped_column(Text)
-    message_id: Mapped[Optional[int]] = mapped_column(Integer)
-    task_id: Mapped[Optional[int]] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(
+        String(16), default="open"
+    )  # open | pending (fact-check task) | verified | rejected
+    resolution: Mapped[str | None] = mapped_column(Text)
+    message_id: Mapped[int | None] = mapped_column(Integer)
+    task_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -518,8 +527,8 @@ class EmotionLogEntry(Base):
     emotion: Mapped[str] = mapped_column(String(40))
     strength: Mapped[int] = mapped_column(Integer, default=3)
     snippet: Mapped[str] = mapped_column(Text, default="")
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
-    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    tick: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -535,23 +544,23 @@ class AntiStagnationMetric(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     thread_id: Mapped[str] = mapped_column(String(128))
     tick: Mapped[int] = mapped_column(Integer)
-    message_id: Mapped[Optional[int]] = mapped_column(Integer)
-    novelty_score: Mapped[Optional[float]] = mapped_column(Float)
-    ngram_similarity: Mapped[Optional[float]] = mapped_column(Float)
-    semantic_similarity: Mapped[Optional[float]] = mapped_column(Float)  # cosine of the sentence embeddings
-    llm_novelty: Mapped[Optional[float]] = mapped_column(Float)  # the LLM comparison's score, when one was made
+    message_id: Mapped[int | None] = mapped_column(Integer)
+    novelty_score: Mapped[float | None] = mapped_column(Float)
+    ngram_similarity: Mapped[float | None] = mapped_column(Float)
+    semantic_similarity: Mapped[float | None] = mapped_column(Float)  # cosine of the sentence embeddings
+    llm_novelty: Mapped[float | None] = mapped_column(Float)  # the LLM comparison's score, when one was made
     method: Mapped[str] = mapped_column(String(16), default="cheap")  # cheap | llm
     new_ideas: Mapped[int] = mapped_column(Integer, default=0)
     refined_ideas: Mapped[int] = mapped_column(Integer, default=0)
     discarded_ideas: Mapped[int] = mapped_column(Integer, default=0)
     stagnation_flag: Mapped[bool] = mapped_column(Boolean, default=False)
-    reason: Mapped[Optional[str]] = mapped_column(Text)
+    reason: Mapped[str | None] = mapped_column(Text)
     streak: Mapped[int] = mapped_column(Integer, default=0)  # consecutive stagnant outputs, this one included
-    diagnosis: Mapped[Optional[str]] = mapped_column(String(32))
+    diagnosis: Mapped[str | None] = mapped_column(String(32))
     mechanisms: Mapped[list[Any]] = mapped_column(default=list)  # escalation mechanisms applied, cheapest first
     triggered_actions: Mapped[list[Any]] = mapped_column(default=list)
     sampling: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    novelty_after: Mapped[Optional[float]] = mapped_column(Float)
+    novelty_after: Mapped[float | None] = mapped_column(Float)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -580,9 +589,9 @@ class OpenQuestion(Base):
     priority: Mapped[float] = mapped_column(Float, default=0.5)  # 0..1
     source: Mapped[str] = mapped_column(String(32), default="dream")  # dream | command | conversation
     status: Mapped[str] = mapped_column(String(16), default="open")  # open | resolved
-    resolution: Mapped[Optional[str]] = mapped_column(Text)
+    resolution: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    resolved_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Session(Base):
@@ -594,15 +603,15 @@ class Session(Base):
     playbook: Mapped[str] = mapped_column(String(200), default="")
     persona: Mapped[str] = mapped_column(String(200), default="")
     status: Mapped[str] = mapped_column(String(16), default="running")  # running | stopped | killed
-    owner: Mapped[Optional[str]] = mapped_column(String(200))  # host:pid:start of the process running it
+    owner: Mapped[str | None] = mapped_column(String(200))  # host:pid:start of the process running it
     first_tick: Mapped[int] = mapped_column(Integer, default=0)
     last_tick: Mapped[int] = mapped_column(Integer, default=0)
     first_message_id: Mapped[int] = mapped_column(Integer, default=0)  # messages after this id belong to it
     goal_state: Mapped[dict[str, Any]] = mapped_column(default=dict)  # HMP checkpoint: active goals, open tasks
     context: Mapped[dict[str, Any]] = mapped_column(default=dict)  # saved at stop: what a revival is seeded with
-    revived_from: Mapped[Optional[int]] = mapped_column(Integer)
+    revived_from: Mapped[int | None] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    stopped_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    stopped_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 # ---- v7: consent ------------------------------------------------------------------------------------------
@@ -629,13 +638,15 @@ class Approval(Base):
     effect: Mapped[str] = mapped_column(String(16))  # read | write_self | modify_self | external
     description: Mapped[str] = mapped_column(Text, default="")
     reason: Mapped[str] = mapped_column(Text, default="")  # why it needs approval
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending|approved|denied|executed|failed|expired
-    decided_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    decided_by: Mapped[Optional[str]] = mapped_column(String(64))
-    decision_reason: Mapped[Optional[str]] = mapped_column(Text)
-    executed_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    result: Mapped[Optional[str]] = mapped_column(Text)
-    same_as: Mapped[Optional[int]] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(
+        String(16), default="pending"
+    )  # pending|approved|denied|executed|failed|expired
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    decided_by: Mapped[str | None] = mapped_column(String(64))
+    decision_reason: Mapped[str | None] = mapped_column(Text)
+    executed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    result: Mapped[str | None] = mapped_column(Text)
+    same_as: Mapped[int | None] = mapped_column(Integer)
     # the untrusted text the asking tick had read, when that is why it waits (memory/provenance.py)
     provenance: Mapped[list[Any]] = mapped_column(default=list)
 
@@ -647,20 +658,20 @@ class AuditEntry(Base):
     __table_args__ = (Index("ix_audit_log_thread_id", "thread_id", "id"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
-    tick: Mapped[Optional[int]] = mapped_column(Integer)
-    cmd_key: Mapped[Optional[str]] = mapped_column(String(300))
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    tick: Mapped[int | None] = mapped_column(Integer)
+    cmd_key: Mapped[str | None] = mapped_column(String(300))
     type: Mapped[str] = mapped_column(String(64), default="")
-    effect: Mapped[Optional[str]] = mapped_column(String(16))
+    effect: Mapped[str | None] = mapped_column(String(16))
     # requested | approved | denied | auto_approved | validated | blocked | executed | failed | expired | refused |
     # trusted (the owner trusted a row written from untrusted text: `type` provenance.trust)
     decision: Mapped[str] = mapped_column(String(24))
     actor: Mapped[str] = mapped_column(String(64))  # human | policy | validators | auto_pass | loop | ethics
     reason: Mapped[str] = mapped_column(Text, default="")
-    approval_id: Mapped[Optional[int]] = mapped_column(Integer, index=True)
+    approval_id: Mapped[int | None] = mapped_column(Integer, index=True)
     # v17: an ethics decision's model (persona/ethics.py `Ethics.decision_record`): model_type, model_weights,
     # violation_policy, audit_json, rating; None for the other entries
-    ethics: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, default=None)
+    ethics: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
 
 
 class Taint(Base):
@@ -669,18 +680,20 @@ class Taint(Base):
     Active until the owner trusts the row (`cleared_at`); a later write from untrusted text taints it again."""
 
     __tablename__ = "taints"
-    __table_args__ = (UniqueConstraint("tier", "ref", name="uq_taints_tier_ref"),
-                      Index("ix_taints_cleared_at", "cleared_at", "id"))
+    __table_args__ = (
+        UniqueConstraint("tier", "ref", name="uq_taints_tier_ref"),
+        Index("ix_taints_cleared_at", "cleared_at", "id"),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     tier: Mapped[str] = mapped_column(String(32))
     ref: Mapped[str] = mapped_column(String(128))
     sources: Mapped[list[Any]] = mapped_column(default=list)  # provenance.Source dicts
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
-    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    tick: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    cleared_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    cleared_by: Mapped[Optional[str]] = mapped_column(String(64))
+    cleared_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    cleared_by: Mapped[str | None] = mapped_column(String(64))
     cleared_reason: Mapped[str] = mapped_column(Text, default="")
 
 
@@ -694,10 +707,10 @@ class LiveEvent(Base):
     __tablename__ = "live_events"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)  # when the loop saw it
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
-    tick: Mapped[Optional[int]] = mapped_column(Integer)
+    thread_id: Mapped[str | None] = mapped_column(String(128))
+    tick: Mapped[int | None] = mapped_column(Integer)
     kind: Mapped[str] = mapped_column(String(32))  # step | tick | tick_failed | dream | stelis | loop | …
-    node: Mapped[Optional[str]] = mapped_column(String(128))
+    node: Mapped[str | None] = mapped_column(String(128))
     data: Mapped[dict[str, Any]] = mapped_column(default=dict)
 
 
@@ -712,11 +725,12 @@ class MemoryChange(Base):
     ref: Mapped[str] = mapped_column(String(128))  # the row's id (or block name)
     action: Mapped[str] = mapped_column(String(16))  # create | update | archive | restore | delete
     actor: Mapped[str] = mapped_column(String(64), default="persona")  # human | persona | dream | upkeep | system
-    before: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
-    after: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON)
+    before: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    after: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 # ---- a deployment of many personas on one PostgreSQL database (memory/fleet.py) ------------------------------------
+
 
 class RegistryBase(DeclarativeBase):
     """The deployment's own tables, in the database's default schema — never created in a persona's schema."""
@@ -730,15 +744,15 @@ class PersonaEntry(RegistryBase):
     schema: Mapped[str] = mapped_column(String(63), unique=True)  # its memory: one PostgreSQL schema each
     state: Mapped[str] = mapped_column(String(16), default="active")  # active | paused
     playbook: Mapped[str] = mapped_column(String(200), default="repl")
-    files: Mapped[Optional[bytes]] = mapped_column(LargeBinary)  # the persona directory as tar.gz (None: shipped)
+    files: Mapped[bytes | None] = mapped_column(LargeBinary)  # the persona directory as tar.gz (None: shipped)
     files_digest: Mapped[str] = mapped_column(String(64), default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    next_tick_job: Mapped[Optional[int]] = mapped_column(Integer)  # the job engine's id of its next scheduled tick
-    next_tick_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    next_tick_job: Mapped[int | None] = mapped_column(Integer)  # the job engine's id of its next scheduled tick
+    next_tick_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     ticks: Mapped[int] = mapped_column(Integer, default=0)  # ticks its jobs ran
-    last_tick_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    last_worker: Mapped[Optional[str]] = mapped_column(String(200))
+    last_tick_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_worker: Mapped[str | None] = mapped_column(String(200))
 
 
 # ---- v9: reach (feeds, scripts and their runs, loop-breaking strategies, thinking methods) ----------------------
@@ -755,10 +769,10 @@ class Feed(Base):
     tags: Mapped[list[Any]] = mapped_column(default=list)
     status: Mapped[str] = mapped_column(String(16), default="active")  # active | off
     added_by: Mapped[str] = mapped_column(String(32), default="persona")  # persona | operator
-    etag: Mapped[Optional[str]] = mapped_column(String(500))
-    modified: Mapped[Optional[str]] = mapped_column(String(100))
-    last_fetched_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    last_error: Mapped[Optional[str]] = mapped_column(Text)
+    etag: Mapped[str | None] = mapped_column(String(500))
+    modified: Mapped[str | None] = mapped_column(String(100))
+    last_fetched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_error: Mapped[str | None] = mapped_column(Text)
     items_total: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -771,7 +785,7 @@ class FeedItem(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     feed_id: Mapped[int] = mapped_column(ForeignKey("feeds.id"), index=True)
     guid: Mapped[str] = mapped_column(String(500))
-    note_id: Mapped[Optional[int]] = mapped_column(Integer)
+    note_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -799,18 +813,18 @@ class ProcessRun(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     process_id: Mapped[int] = mapped_column(Integer, index=True)  # process_log.id
     kind: Mapped[str] = mapped_column(String(16))  # script | llm_task
-    script_id: Mapped[Optional[int]] = mapped_column(Integer)
-    thread_id: Mapped[Optional[str]] = mapped_column(String(128))
+    script_id: Mapped[int | None] = mapped_column(Integer)
+    thread_id: Mapped[str | None] = mapped_column(String(128))
     spec: Mapped[dict[str, Any]] = mapped_column(default=dict)  # args, limits; llm_task: llm id, question
     status: Mapped[str] = mapped_column(String(16), default="pending")
-    pid: Mapped[Optional[int]] = mapped_column(Integer)
-    owner: Mapped[Optional[str]] = mapped_column(String(200))
-    workdir: Mapped[Optional[str]] = mapped_column(Text)
-    exit_code: Mapped[Optional[int]] = mapped_column(Integer)
+    pid: Mapped[int | None] = mapped_column(Integer)
+    owner: Mapped[str | None] = mapped_column(String(200))
+    workdir: Mapped[str | None] = mapped_column(Text)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
     output: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    started_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    finished_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class StagnationStrategy(Base):
@@ -829,7 +843,7 @@ class StagnationStrategy(Base):
     uses: Mapped[int] = mapped_column(Integer, default=0)
     helped: Mapped[int] = mapped_column(Integer, default=0)
     # where it came from when a peer offered it and the owner approved it (v28): {"peer", "name", "container"}
-    origin: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, default=None)
+    origin: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -844,7 +858,7 @@ class ThinkingMethod(Base):
     builtin: Mapped[bool] = mapped_column(Boolean, default=False)
     status: Mapped[str] = mapped_column(String(16), default="active")
     uses: Mapped[int] = mapped_column(Integer, default=0)
-    origin: Mapped[Optional[dict[str, Any]]] = mapped_column(JSON, default=None)  # a peer's, owner-approved (v28)
+    origin: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # a peer's, owner-approved (v28)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -891,22 +905,24 @@ class MeshContainer(Base):
     `rejected` is the owner's no (the memory it became is archived)."""
 
     __tablename__ = "mesh_containers"
-    __table_args__ = (Index("ix_mesh_containers_dir_status", "direction", "status"),
-                      Index("ix_mesh_containers_ref", "ref"))
+    __table_args__ = (
+        Index("ix_mesh_containers_dir_status", "direction", "status"),
+        Index("ix_mesh_containers_ref", "ref"),
+    )
     id: Mapped[str] = mapped_column(String(80), primary_key=True)
     direction: Mapped[str] = mapped_column(String(4))  # in | out
     type: Mapped[str] = mapped_column(String(24))
     sender: Mapped[str] = mapped_column(String(120), index=True)
-    recipient: Mapped[Optional[str]] = mapped_column(String(120))
-    topic: Mapped[Optional[str]] = mapped_column(String(120))
-    ref: Mapped[Optional[str]] = mapped_column(String(80))  # the case / claim / ask a container belongs to
+    recipient: Mapped[str | None] = mapped_column(String(120))
+    topic: Mapped[str | None] = mapped_column(String(120))
+    ref: Mapped[str | None] = mapped_column(String(80))  # the case / claim / ask a container belongs to
     body: Mapped[dict[str, Any]] = mapped_column(default=dict)
     status: Mapped[str] = mapped_column(String(16))  # queued | sent | accepted | rejected
-    trust: Mapped[Optional[float]] = mapped_column(Float)  # the sender's trust when it arrived
-    local_tier: Mapped[Optional[str]] = mapped_column(String(32))
-    local_id: Mapped[Optional[int]] = mapped_column(Integer)
+    trust: Mapped[float | None] = mapped_column(Float)  # the sender's trust when it arrived
+    local_tier: Mapped[str | None] = mapped_column(String(32))
+    local_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    sent_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class MeshRefusal(Base):
@@ -915,9 +931,9 @@ class MeshRefusal(Base):
 
     __tablename__ = "mesh_refusals"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    sender: Mapped[Optional[str]] = mapped_column(String(120), index=True)
+    sender: Mapped[str | None] = mapped_column(String(120), index=True)
     reason: Mapped[str] = mapped_column(String(24), index=True)
-    container_id: Mapped[Optional[str]] = mapped_column(String(80))
+    container_id: Mapped[str | None] = mapped_column(String(80))
     detail: Mapped[str] = mapped_column(Text, default="")
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -931,9 +947,9 @@ class MeshEvaluation(Base):
     evaluator: Mapped[str] = mapped_column(String(120), index=True)
     subject: Mapped[str] = mapped_column(String(120), index=True)
     score: Mapped[float] = mapped_column(Float)
-    about: Mapped[Optional[str]] = mapped_column(String(80))  # a container id, or a claim's
+    about: Mapped[str | None] = mapped_column(String(80))  # a container id, or a claim's
     reason: Mapped[str] = mapped_column(String(200), default="")
-    container_id: Mapped[Optional[str]] = mapped_column(String(80))  # the signed evaluation, when it came as one
+    container_id: Mapped[str | None] = mapped_column(String(80))  # the signed evaluation, when it came as one
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -949,8 +965,8 @@ class MeshRevocation(Base):
 
     __tablename__ = "mesh_revocations"
     did: Mapped[str] = mapped_column(String(120), primary_key=True)
-    replaced_by: Mapped[Optional[str]] = mapped_column(String(120))
-    container_id: Mapped[Optional[str]] = mapped_column(String(80))
+    replaced_by: Mapped[str | None] = mapped_column(String(120))
+    container_id: Mapped[str | None] = mapped_column(String(80))
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -1000,17 +1016,19 @@ class Peer(Base):
 
     __tablename__ = "peers"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    did: Mapped[Optional[str]] = mapped_column(String(200), unique=True)
+    did: Mapped[str | None] = mapped_column(String(200), unique=True)
     name: Mapped[str] = mapped_column(String(120), unique=True)
-    a2a_url: Mapped[Optional[str]] = mapped_column(String(500))  # base URL; its card at /.well-known/agent-card.json
+    a2a_url: Mapped[str | None] = mapped_column(String(500))  # base URL; its card at /.well-known/agent-card.json
     p2p_addrs: Mapped[list[Any]] = mapped_column(default=list)  # multiaddrs (the mesh's)
     added_by: Mapped[str] = mapped_column(String(32), default="owner")  # owner | persona | spawn | bootstrap | met
     # on the mesh (its signed `have`) or over A2A (an agent written to by its URL): managers/peers.py `met`
     note: Mapped[str] = mapped_column(Text, default="")
     blocked: Mapped[bool] = mapped_column(Boolean, default=False)
-    tags: Mapped[list[Any]] = mapped_column(default=list)  # the owner's: "friend" = F2F note replication (managers/notes.py)
-    first_seen: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    last_seen: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    tags: Mapped[list[Any]] = mapped_column(
+        default=list
+    )  # the owner's: "friend" = F2F note replication (managers/notes.py)
+    first_seen: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_seen: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # what the peer says it offers, in its own words (v28): its signed hello's topics and agent, or its A2A card's
     # name, description and skills — data from it, fenced wherever shown
     offers: Mapped[dict[str, Any]] = mapped_column(default=dict)
@@ -1026,13 +1044,13 @@ class A2AOutbox(Base):
     peer_name: Mapped[str] = mapped_column(String(120))
     url: Mapped[str] = mapped_column(String(500))  # the agent's base URL (its card's place)
     text: Mapped[str] = mapped_column(Text)
-    note_id: Mapped[Optional[int]] = mapped_column(Integer)  # the outgoing note it carries
+    note_id: Mapped[int | None] = mapped_column(Integer)  # the outgoing note it carries
     status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | sent | failed
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    last_error: Mapped[Optional[str]] = mapped_column(Text)
-    reply: Mapped[Optional[str]] = mapped_column(Text)  # what the agent answered, when it answered at once
+    last_error: Mapped[str | None] = mapped_column(Text)
+    reply: Mapped[str | None] = mapped_column(Text)  # what the agent answered, when it answered at once
     next_attempt_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    sent_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -1045,18 +1063,18 @@ class A2AInbound(Base):
     __table_args__ = (Index("ix_a2a_inbound_open", "peer_name", "status"), Index("ix_a2a_inbound_caller", "caller"))
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     task_id: Mapped[str] = mapped_column(String(100), unique=True)
-    message_id: Mapped[Optional[str]] = mapped_column(String(200), index=True)  # a retried send is the same message
+    message_id: Mapped[str | None] = mapped_column(String(200), index=True)  # a retried send is the same message
     peer_name: Mapped[str] = mapped_column(String(120))
     caller: Mapped[str] = mapped_column(String(140), default="")
     note_id: Mapped[int] = mapped_column(Integer)
-    reply_note_id: Mapped[Optional[int]] = mapped_column(Integer)
+    reply_note_id: Mapped[int | None] = mapped_column(Integer)
     # waiting (for the persona) | asked (the persona asked the caller: input-required) | answered | declined |
     # canceled (by the caller) | expired (nobody waits on it any more; its reply is kept for tasks/get)
     status: Mapped[str] = mapped_column(String(16), default="waiting")
     reply_kind: Mapped[str] = mapped_column(String(16), default="answer")  # answer | question | decline | plain
     reply_parts: Mapped[list[Any]] = mapped_column(default=list)  # the reply's attachments: data and files
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    answered_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    answered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class A2ARefusal(Base):
@@ -1087,8 +1105,8 @@ class PeerCredential(Base):
     hint: Mapped[str] = mapped_column(String(24))
     issued_by: Mapped[str] = mapped_column(String(64), default="owner")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    last_used_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    revoked_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 # ---- people and channels ------------------------------------------------------------------------------
@@ -1101,9 +1119,9 @@ class Person(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(120))
     role: Mapped[str] = mapped_column(String(16), default="guest")  # owner | trusted | guest
-    preferred_channel: Mapped[Optional[str]] = mapped_column(String(64))
-    language: Mapped[Optional[str]] = mapped_column(String(16))
-    quiet_hours: Mapped[Optional[str]] = mapped_column(String(16))  # "22:00-08:00" in the persona's zone
+    preferred_channel: Mapped[str | None] = mapped_column(String(64))
+    language: Mapped[str | None] = mapped_column(String(16))
+    quiet_hours: Mapped[str | None] = mapped_column(String(16))  # "22:00-08:00" in the persona's zone
     about: Mapped[str] = mapped_column(Text, default="")
     added_by: Mapped[str] = mapped_column(String(64), default="operator")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -1136,10 +1154,10 @@ class PersonIdentity(Base):
     person_id: Mapped[int] = mapped_column(ForeignKey("people.id"), index=True)
     channel: Mapped[str] = mapped_column(String(64))
     address: Mapped[str] = mapped_column(String(300))
-    conversation: Mapped[Optional[str]] = mapped_column(String(300))  # where they last wrote (a room, a chat)
+    conversation: Mapped[str | None] = mapped_column(String(300))  # where they last wrote (a room, a chat)
     # the last conversation they alone (with the persona) read: where a message to them goes
-    private_conversation: Mapped[Optional[str]] = mapped_column(String(300))
-    last_seen_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    private_conversation: Mapped[str | None] = mapped_column(String(300))
+    last_seen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class ContactRequest(Base):
@@ -1151,15 +1169,15 @@ class ContactRequest(Base):
     channel: Mapped[str] = mapped_column(String(64))
     address: Mapped[str] = mapped_column(String(300))
     sender_name: Mapped[str] = mapped_column(String(200), default="")
-    conversation: Mapped[Optional[str]] = mapped_column(String(300))
+    conversation: Mapped[str | None] = mapped_column(String(300))
     status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | accepted | refused
     # what the owner should know ("claims to be ann@example.org (Ann's address) but failed authentication: …")
     warning: Mapped[str] = mapped_column(Text, default="")
     messages: Mapped[int] = mapped_column(Integer, default=0)
-    person_id: Mapped[Optional[int]] = mapped_column(Integer)
+    person_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    decided_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
-    decided_by: Mapped[Optional[str]] = mapped_column(String(64))
+    decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    decided_by: Mapped[str | None] = mapped_column(String(64))
 
 
 class ChannelInbox(Base):
@@ -1172,12 +1190,12 @@ class ChannelInbox(Base):
     channel: Mapped[str] = mapped_column(String(64))
     platform_id: Mapped[str] = mapped_column(String(300))
     sender: Mapped[str] = mapped_column(String(300))
-    person_id: Mapped[Optional[int]] = mapped_column(Integer)
+    person_id: Mapped[int | None] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(16))  # noted | held | dropped | quarantined (could not be read)
     reason: Mapped[str] = mapped_column(Text, default="")
-    note_id: Mapped[Optional[int]] = mapped_column(Integer)
-    contact_request_id: Mapped[Optional[int]] = mapped_column(Integer, index=True)
-    held_text: Mapped[Optional[str]] = mapped_column(Text)  # a held message's text, until the owner decides
+    note_id: Mapped[int | None] = mapped_column(Integer)
+    contact_request_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    held_text: Mapped[str | None] = mapped_column(Text)  # a held message's text, until the owner decides
     attachments: Mapped[list[Any]] = mapped_column(default=list)  # references: kind, name, mime, size, ref
     received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -1191,19 +1209,19 @@ class ChannelOutbox(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     idempotency_key: Mapped[str] = mapped_column(String(120), unique=True)
     channel: Mapped[str] = mapped_column(String(64))
-    person_id: Mapped[Optional[int]] = mapped_column(Integer)
+    person_id: Mapped[int | None] = mapped_column(Integer)
     recipient: Mapped[str] = mapped_column(String(300))
-    conversation: Mapped[Optional[str]] = mapped_column(String(300))
-    reply_to: Mapped[Optional[str]] = mapped_column(String(300))
+    conversation: Mapped[str | None] = mapped_column(String(300))
+    reply_to: Mapped[str | None] = mapped_column(String(300))
     text: Mapped[str] = mapped_column(Text)
     state: Mapped[str] = mapped_column(String(16), default="queued")  # queued | sending | sent | failed
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    platform_id: Mapped[Optional[str]] = mapped_column(String(300))
-    last_error: Mapped[Optional[str]] = mapped_column(Text)
-    note_id: Mapped[Optional[int]] = mapped_column(Integer)
-    not_before: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))  # held past quiet hours
+    platform_id: Mapped[str | None] = mapped_column(String(300))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    note_id: Mapped[int | None] = mapped_column(Integer)
+    not_before: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # held past quiet hours
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    sent_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    sent_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class ChannelCursor(Base):
@@ -1212,8 +1230,8 @@ class ChannelCursor(Base):
 
     __tablename__ = "channel_cursors"
     channel: Mapped[str] = mapped_column(String(64), primary_key=True)
-    cursor: Mapped[Optional[str]] = mapped_column(Text)
+    cursor: Mapped[str | None] = mapped_column(Text)
     state: Mapped[str] = mapped_column(String(16), default="stopped")  # up | down | backing_off | stopped
-    last_error: Mapped[Optional[str]] = mapped_column(Text)
-    retry_at: Mapped[Optional[datetime]] = mapped_column(DateTime(timezone=True))
+    last_error: Mapped[str | None] = mapped_column(Text)
+    retry_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -40,15 +40,24 @@ class Door(StrEnum):
 HUMAN_SOURCES: tuple[NoteSource, ...] = (NoteSource.HUMAN_PAGE, NoteSource.HUMAN_TERMINAL, NoteSource.HUMAN_CHANNEL)
 OWNER_SOURCES: tuple[NoteSource, ...] = (NoteSource.HUMAN_PAGE, NoteSource.HUMAN_TERMINAL)  # the owner's own doors
 OWN_SOURCES: tuple[NoteSource, ...] = (NoteSource.PERSONA, NoteSource.TASK)  # what the persona wrote itself
-INCOMING_SOURCES: tuple[NoteSource, ...] = (*HUMAN_SOURCES, NoteSource.SYSTEM, NoteSource.TASK, NoteSource.OTHER_MODEL,
-                                             NoteSource.PEER)
+INCOMING_SOURCES: tuple[NoteSource, ...] = (
+    *HUMAN_SOURCES,
+    NoteSource.SYSTEM,
+    NoteSource.TASK,
+    NoteSource.OTHER_MODEL,
+    NoteSource.PEER,
+)
 CHANNEL_DOORS: tuple[Door, ...] = (Door.MATRIX, Door.TELEGRAM, Door.EMAIL, Door.CHANNEL)
 PEER_DOORS: tuple[Door, ...] = (Door.A2A, Door.MESH)
 
 SOURCE_OF_DOOR: dict[Door, NoteSource] = {
-    Door.WEB: NoteSource.HUMAN_PAGE, Door.API: NoteSource.HUMAN_PAGE, Door.MCP: NoteSource.HUMAN_PAGE,
-    Door.VOICE: NoteSource.HUMAN_PAGE, Door.CLI: NoteSource.HUMAN_TERMINAL,
-    **{door: NoteSource.HUMAN_CHANNEL for door in CHANNEL_DOORS}, **{door: NoteSource.PEER for door in PEER_DOORS},
+    Door.WEB: NoteSource.HUMAN_PAGE,
+    Door.API: NoteSource.HUMAN_PAGE,
+    Door.MCP: NoteSource.HUMAN_PAGE,
+    Door.VOICE: NoteSource.HUMAN_PAGE,
+    Door.CLI: NoteSource.HUMAN_TERMINAL,
+    **{door: NoteSource.HUMAN_CHANNEL for door in CHANNEL_DOORS},
+    **{door: NoteSource.PEER for door in PEER_DOORS},
 }
 
 
@@ -60,9 +69,27 @@ def door_of(source: str, tags: list[str] | None) -> Door | None:
             return Door(via)
         except ValueError:
             pass
-    return {NoteSource.HUMAN_PAGE: Door.WEB, NoteSource.HUMAN_TERMINAL: Door.CLI, NoteSource.HUMAN_CHANNEL: Door.CHANNEL,
-            NoteSource.PEER: Door.A2A}.get(NoteSource(source)) if source in NoteSource._value2member_map_ else None
+    return (
+        {
+            NoteSource.HUMAN_PAGE: Door.WEB,
+            NoteSource.HUMAN_TERMINAL: Door.CLI,
+            NoteSource.HUMAN_CHANNEL: Door.CHANNEL,
+            NoteSource.PEER: Door.A2A,
+        }.get(NoteSource(source))
+        if source in NoteSource._value2member_map_
+        else None
+    )
 
 
-__all__ = ["CHANNEL_DOORS", "Door", "HUMAN_SOURCES", "INCOMING_SOURCES", "NoteSource", "OWNER_SOURCES", "OWN_SOURCES", "PEER_DOORS",
-           "SOURCE_OF_DOOR", "door_of"]
+__all__ = [
+    "CHANNEL_DOORS",
+    "Door",
+    "HUMAN_SOURCES",
+    "INCOMING_SOURCES",
+    "NoteSource",
+    "OWNER_SOURCES",
+    "OWN_SOURCES",
+    "PEER_DOORS",
+    "SOURCE_OF_DOOR",
+    "door_of",
+]

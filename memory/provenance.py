@@ -32,9 +32,9 @@ A source is plain JSON (it is checkpointed with the tick and stored with a proce
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Any, NotRequired, cast
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from memory.repositories import taints
 from memory.taint import item_key
@@ -75,7 +75,7 @@ def source(origin: str, ref: str, text: str = "") -> Source:
     if origin not in UNTRUSTED:
         raise ValueError(f"unknown untrusted origin {origin!r} (one of {', '.join(UNTRUSTED)})")
     flat = " ".join(str(text).split())
-    excerpt = flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS - 1] + "…"
+    excerpt = flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1] + "…"
     return {"origin": origin, "ref": str(ref)[:200], "excerpt": excerpt}
 
 
@@ -124,8 +124,14 @@ def of_note(note: Any, authors: dict[int, tuple[str, str]] | None = None) -> Sou
 
 def note_author(note: Any) -> str | None:
     """Who wrote a note that arrived from outside (`from:<name>` among its tags), or None."""
-    return next((t.split(":", 1)[1] for t in (getattr(note, "tags", None) or [])
-                 if isinstance(t, str) and t.startswith("from:")), None)
+    return next(
+        (
+            t.split(":", 1)[1]
+            for t in (getattr(note, "tags", None) or [])
+            if isinstance(t, str) and t.startswith("from:")
+        ),
+        None,
+    )
 
 
 def of_notes(notes: Iterable[Any], authors: dict[int, tuple[str, str]] | None = None) -> list[Source]:
@@ -162,8 +168,12 @@ def of_process(row: Any) -> list[Source]:
 
 def describe(sources: Iterable[Source]) -> str:
     """One line for the owner: which untrusted text the tick had read (and through which row)."""
-    parts = [f"{UNTRUSTED.get(s['origin'], s['origin'])} — {s['ref']}" + (f", via {s['via']}" if s.get("via") else "")
-             + (f": “{s['excerpt']}”" if s.get("excerpt") else "") for s in sources]
+    parts = [
+        f"{UNTRUSTED.get(s['origin'], s['origin'])} — {s['ref']}"
+        + (f", via {s['via']}" if s.get("via") else "")
+        + (f": “{s['excerpt']}”" if s.get("excerpt") else "")
+        for s in sources
+    ]
     return "; ".join(parts)
 
 

@@ -89,12 +89,15 @@ class FileSecretStore:
 def deployment_key(value: str | None) -> bytes:
     """The 32-byte key from `ANIMA_SECRETS_KEY` (urlsafe or standard base64)."""
     if not value:
-        raise SecretStoreError(f"{KEY_VARIABLE} is not set: a fleet persona's secrets are sealed with it (32 random "
-                               "bytes, base64: python -c 'import os, base64; print(base64.urlsafe_b64encode("
-                               "os.urandom(32)).decode())'), the same on every worker")
+        raise SecretStoreError(
+            f"{KEY_VARIABLE} is not set: a fleet persona's secrets are sealed with it (32 random "
+            "bytes, base64: python -c 'import os, base64; print(base64.urlsafe_b64encode("
+            "os.urandom(32)).decode())'), the same on every worker"
+        )
     try:
-        raw = base64.b64decode(value.strip().replace("-", "+").replace("_", "/") + "=" * (-len(value.strip()) % 4),
-                               validate=True)
+        raw = base64.b64decode(
+            value.strip().replace("-", "+").replace("_", "/") + "=" * (-len(value.strip()) % 4), validate=True
+        )
     except (binascii.Error, ValueError):
         raw = b""
     if len(raw) != 32:
@@ -118,8 +121,10 @@ class SealedSecretStore:
         if row is None:
             return None
         if row.key_id != self.key_id:
-            raise SecretStoreError(f"secret {name!r} was sealed with another {KEY_VARIABLE} (key id {row.key_id}, "
-                                   f"this worker has {self.key_id}): give this worker the deployment's key")
+            raise SecretStoreError(
+                f"secret {name!r} was sealed with another {KEY_VARIABLE} (key id {row.key_id}, "
+                f"this worker has {self.key_id}): give this worker the deployment's key"
+            )
         try:
             return self._aead.decrypt(row.nonce, row.sealed, self._bound(name))
         except InvalidTag:
@@ -127,12 +132,16 @@ class SealedSecretStore:
 
     def put(self, name: str, value: bytes) -> None:
         nonce = secrets.token_bytes(12)
-        self.repo.put(name, key_id=self.key_id, nonce=nonce, sealed=self._aead.encrypt(nonce, value, self._bound(name)),
-                      at=self.clock())
+        self.repo.put(
+            name,
+            key_id=self.key_id,
+            nonce=nonce,
+            sealed=self._aead.encrypt(nonce, value, self._bound(name)),
+            at=self.clock(),
+        )
 
     def delete(self, name: str) -> None:
         self.repo.delete(name)
 
 
-__all__ = ["FileSecretStore", "KEY_VARIABLE", "SealedSecretStore", "SecretStore", "SecretStoreError",
-           "deployment_key"]
+__all__ = ["FileSecretStore", "KEY_VARIABLE", "SealedSecretStore", "SecretStore", "SecretStoreError", "deployment_key"]

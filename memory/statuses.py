@@ -94,5 +94,18 @@ CLOSED_TASK = (TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED)
 BEFORE_RUN_ENDS = (RunStatus.PENDING, RunStatus.RUNNING)
 
 
-__all__ = ["BEFORE_RUN_ENDS", "CLOSED_TASK", "ApprovalStatus", "CommandStatus", "CycleStatus", "GoalStatus", "ProcessStatus", "QuestionStatus",
-           "RunStatus", "SessionStatus", "TaskStatus", "ThreadStatus", "TickStatus"]
+__all__ = [
+    "BEFORE_RUN_ENDS",
+    "CLOSED_TASK",
+    "ApprovalStatus",
+    "CommandStatus",
+    "CycleStatus",
+    "GoalStatus",
+    "ProcessStatus",
+    "QuestionStatus",
+    "RunStatus",
+    "SessionStatus",
+    "TaskStatus",
+    "ThreadStatus",
+    "TickStatus",
+]

@@ -26,23 +26,46 @@ from sqlalchemy import event
 from sqlalchemy import inspect as sa_inspect
 
 from memory.models import Abstract, Episode
-from memory.repositories.taints import TIERS, TaintRepo, merge, note_reads, row_key
+
 # part of this module's interface (the session key of the rows read, a tainted item's key)
-from memory.repositories.taints import READS as READS, item_key as item_key
+from memory.repositories.taints import READS as READS
+from memory.repositories.taints import TIERS, TaintRepo, merge, note_reads, row_key
+from memory.repositories.taints import item_key as item_key
 
 TAINT = "anima_taint"  # session.info: {"sources": [...], "thread_id": …, "tick": …} while a unit writes tainted
 
 # changes that carry no words of anyone's: they leave a row's provenance as it was
-NOT_CONTENT = frozenset({"updated_at", "status", "archived_at", "completed_at", "priority", "pinned", "read", "hidden",
-                         "weight", "access_count", "last_accessed_at", "repl_mode", "repl_status", "repl_config",
-                         "repl_thread", "repl_error", "tick", "thread_id", "llm_id"})
+NOT_CONTENT = frozenset(
+    {
+        "updated_at",
+        "status",
+        "archived_at",
+        "completed_at",
+        "priority",
+        "pinned",
+        "read",
+        "hidden",
+        "weight",
+        "access_count",
+        "last_accessed_at",
+        "repl_mode",
+        "repl_status",
+        "repl_config",
+        "repl_thread",
+        "repl_error",
+        "tick",
+        "thread_id",
+        "llm_id",
+    }
+)
 DERIVED = (Abstract, Episode)  # rows that name what they were made from (`sources`)
 HUMAN = "human"  # the unit's actor when the owner writes (`Database.unit(actor=…)`, as the memory history names it)
 
 
 @contextmanager
-def tainted(session: Any, sources: Sequence[Mapping[str, Any]], *, thread_id: str | None,
-            tick: int | None) -> Iterator[None]:
+def tainted(
+    session: Any, sources: Sequence[Mapping[str, Any]], *, thread_id: str | None, tick: int | None
+) -> Iterator[None]:
     """Every memory row written inside this block carries `sources` (none: nothing happens)."""
     if not sources:
         yield
@@ -124,8 +147,11 @@ def _after_flush(session: Any, _flush_context: Any) -> None:
         if keys:
             repo.mark(keys, taint["sources"], thread_id=taint.get("thread_id"), tick=taint.get("tick"))
     elif session.info.get("actor") == HUMAN:  # the owner rewrote it (the web's memory pages): the words are theirs
-        edited = [key for obj in session.dirty if type(obj) in TIERS and _content_changed(obj)
-                  and (key := row_key(obj)) is not None]
+        edited = [
+            key
+            for obj in session.dirty
+            if type(obj) in TIERS and _content_changed(obj) and (key := row_key(obj)) is not None
+        ]
         if edited:
             repo.clear_keys(edited, by="human (rewrote it)")
     for key, names in _derived(session):

@@ -9,11 +9,11 @@ per item, so a long message is found by its best sentence instead of its average
 
 from __future__ import annotations
 
-
 import re
 from functools import lru_cache
 
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a an the and or but if of at by for with about against between into through during before after above below to
 from up down in out on off over under again further then once here there when where why how all any both each
 few more most other some such no nor not only own same so than too very s t can will just don should now i me my
@@ -27,7 +27,8 @@ being have has had having do does did doing would could ought also let shall mig
 куда зачем всех никогда можно при наконец два об другой хоть после над больше тот через эти нас про всего них какая
 много разве три эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда конечно
 всю между
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
@@ -49,7 +50,7 @@ def tokenize(text: str) -> list[str]:
     latin: list[str] = []
     cyrillic: list[str] = []
     for run in _CJK.findall(text):
-        tokens.extend(run[i:i + 2] for i in range(max(1, len(run) - 1)))
+        tokens.extend(run[i : i + 2] for i in range(max(1, len(run) - 1)))
     lowered = text.lower()
     any_cyrillic = _CYRILLIC.search(lowered) is not None  # else no word needs the per-word check
     for word in _WORD.findall(_CJK.sub(" ", lowered) if _CJK.search(lowered) else lowered):
@@ -70,8 +71,17 @@ def date_words(value) -> str:
     return f"{value.day} {value:%B %Y}" if value is not None else ""
 
 
-def lexical_document(*, created_at, author: str, title: str, text: str, context_before: str = "",
-                     context_after: str = "", event_at=None, expansion: str = "") -> tuple[str, str]:
+def lexical_document(
+    *,
+    created_at,
+    author: str,
+    title: str,
+    text: str,
+    context_before: str = "",
+    context_after: str = "",
+    event_at=None,
+    expansion: str = "",
+) -> tuple[str, str]:
     """What the full-text index stores for an item, already tokenised (space-separated BM25 tokens): its own words
     (date, author, title, text; the date of its event time when it has one, memory/event_time.py, and its
     index-time expansion, memory/expansion.py) and its neighbours' (the exchange a message belongs to, weighted
@@ -110,7 +120,7 @@ def chunks(text: str, max_chunks: int = 12, max_chars: int = 600) -> list[str]:
         return []
     if len(parts) > max_chunks:
         size = -(-len(parts) // max_chunks)
-        parts = [" ".join(parts[i:i + size]) for i in range(0, len(parts), size)]
+        parts = [" ".join(parts[i : i + size]) for i in range(0, len(parts), size)]
     return [p[:max_chars] for p in parts]
 
 
@@ -138,13 +148,16 @@ def parts(text: str, max_parts: int = MAX_PARTS) -> list[str]:
     """The pieces of a text that get their own vector, in order: its sentences (memory/retrieval/embeddings.py pools
     each from the pass over its window of the text), a long one in pieces of PART_CHARS, grouped when there are
     more than `max_parts`. A text of one sentence has none: its whole vector serves."""
-    found = [piece for sentence in sentences(text) for piece in
-             (pieces(sentence) if len(sentence) > PART_CHARS else [sentence])]
+    found = [
+        piece
+        for sentence in sentences(text)
+        for piece in (pieces(sentence) if len(sentence) > PART_CHARS else [sentence])
+    ]
     if len(found) <= 1:
         return []
     if len(found) > max_parts:
         size = -(-len(found) // max_parts)
-        found = [" ".join(found[i:i + size]) for i in range(0, len(found), size)]
+        found = [" ".join(found[i : i + size]) for i in range(0, len(found), size)]
     return found
 
 

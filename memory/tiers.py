@@ -113,10 +113,16 @@ class MemoryRecord(BaseModel):
     actions: list[Action] = Field(default_factory=list, description="What may be done to it now.")
 
 
-def _field(name: str, kind: FieldKind = "text", label: str | None = None, choices: Iterable[str] = (),
-           optional: bool = False) -> FieldInfo:
-    return FieldInfo(name=name, label=label or name.replace("_", " ").capitalize(), kind=kind, choices=list(choices),
-                     optional=optional)
+def _field(
+    name: str, kind: FieldKind = "text", label: str | None = None, choices: Iterable[str] = (), optional: bool = False
+) -> FieldInfo:
+    return FieldInfo(
+        name=name,
+        label=label or name.replace("_", " ").capitalize(),
+        kind=kind,
+        choices=list(choices),
+        optional=optional,
+    )
 
 
 # ---- a human's edits: one model per editable tier ---------------------------------------------------------------
@@ -217,7 +223,8 @@ class FactEdit(TierEdit):
     confidence: float | None = Field(None, ge=0, le=1)
     priority: int | None = Field(None, ge=0, le=10)
     status: Literal["verified", "rejected"] | None = Field(
-        None, description="Resolve the fact (its fact-check task closes).")
+        None, description="Resolve the fact (its fact-check task closes)."
+    )
     resolution: str | None = Field(None, max_length=2000)
 
 
@@ -268,12 +275,10 @@ class Tier(ABC, Generic[E]):
     model: ClassVar[type | None] = None  # the table `count` sizes
 
     @abstractmethod
-    def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
-        ...
+    def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]: ...
 
     @abstractmethod
-    def one(self, repos: Repos, ref: str) -> MemoryRecord:
-        ...
+    def one(self, repos: Repos, ref: str) -> MemoryRecord: ...
 
     def count(self, repos: Repos) -> int:
         """Rows of the tier, archived ones included."""
@@ -350,11 +355,13 @@ class Tier(ABC, Generic[E]):
     def actions(self, record: MemoryRecord) -> MemoryRecord:
         """The record with what may be done to it now."""
         active, version = record.status == "active", self.versioned and record.ref != self.name
-        can: dict[Action, bool] = {"edit": self.editable and active and not version,
-                                   "archive": self.archivable and active,
-                                   "restore": not active and (self.archivable or version),
-                                   "delete": self.deletable,
-                                   "history": not version}
+        can: dict[Action, bool] = {
+            "edit": self.editable and active and not version,
+            "archive": self.archivable and active,
+            "restore": not active and (self.archivable or version),
+            "delete": self.deletable,
+            "history": not version,
+        }
         return record.model_copy(update={"actions": [name for name, ok in can.items() if ok]})
 
 
@@ -375,14 +382,26 @@ class BlockTier(Tier[BlockEdit]):
 
     def _record(self, repos: Repos) -> MemoryRecord:
         block = repos.blocks.get(self.name)
-        return MemoryRecord(tier=self.name, ref=self.name, title=self.label, text=block.content, at=block.updated_at,
-                            fields={"content": block.content},
-                            details={"chars": len(block.content), "char_limit": block.char_limit})
+        return MemoryRecord(
+            tier=self.name,
+            ref=self.name,
+            title=self.label,
+            text=block.content,
+            at=block.updated_at,
+            fields={"content": block.content},
+            details={"chars": len(block.content), "char_limit": block.char_limit},
+        )
 
     def _version(self, v: MemoryBlockVersion) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(v.id), title="replaced version", text=v.content,
-                            status="archived", at=v.replaced_at,
-                            details={"restore": "puts this text back; the current one becomes a version"})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(v.id),
+            title="replaced version",
+            text=v.content,
+            status="archived",
+            at=v.replaced_at,
+            details={"restore": "puts this text back; the current one becomes a version"},
+        )
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         if archived:
@@ -419,12 +438,10 @@ class RowTier(Tier[E]):
     what: str = "row"
 
     @abstractmethod
-    def _get(self, repos: Repos, row_id: int) -> Any:
-        ...
+    def _get(self, repos: Repos, row_id: int) -> Any: ...
 
     @abstractmethod
-    def _record(self, repos: Repos, row: Any) -> MemoryRecord:
-        ...
+    def _record(self, repos: Repos, row: Any) -> MemoryRecord: ...
 
     def one(self, repos: Repos, ref: str) -> MemoryRecord:
         try:
@@ -439,8 +456,7 @@ class StatusTier(RowTier[E]):
     """Rows whose own status says archived or not: a wider window, then those asked for, newest first."""
 
     @abstractmethod
-    def _window(self, repos: Repos, limit: int) -> list[Any]:
-        ...
+    def _window(self, repos: Repos, limit: int) -> list[Any]: ...
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         records = [self._record(repos, row) for row in self._window(repos, min(MAX_LIST, limit * 4))]
@@ -460,10 +476,16 @@ class LLMMemoryTier(StatusTier[LLMMemoryEdit]):
         return repos.llm_memory.get(row_id)
 
     def _record(self, repos: Repos, m: LLMMemory) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(m.id), title=m.title, text=m.content,
-                            status=_status(m.status != "active"), at=m.updated_at,
-                            fields={"title": m.title, "content": m.content, "tags": _tags(m.tags)},
-                            details={"thread": m.thread_id, "llm": m.llm_id})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(m.id),
+            title=m.title,
+            text=m.content,
+            status=_status(m.status != "active"),
+            at=m.updated_at,
+            fields={"title": m.title, "content": m.content, "tags": _tags(m.tags)},
+            details={"thread": m.thread_id, "llm": m.llm_id},
+        )
 
     def edit(self, repos: Repos, ref: str, edit: LLMMemoryEdit, now: datetime) -> None:
         repos.llm_memory.update(ref_id(ref), content=edit.content, title=edit.title, tags=edit.tags)
@@ -484,10 +506,16 @@ class DiaryTier(StatusTier[DiaryEdit]):
         return repos.diary.get(row_id)
 
     def _record(self, repos: Repos, e: DiaryEntry) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(e.id), title=f"diary {e.id}", text=e.text,
-                            status=_status(e.status != "active"), at=e.updated_at,
-                            fields={"text": e.text, "tags": _tags(e.tags), "priority": e.priority, "pinned": e.pinned},
-                            details={"emotions": _tags(e.emotions), "thread": e.thread_id, "tick": e.tick})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(e.id),
+            title=f"diary {e.id}",
+            text=e.text,
+            status=_status(e.status != "active"),
+            at=e.updated_at,
+            fields={"text": e.text, "tags": _tags(e.tags), "priority": e.priority, "pinned": e.pinned},
+            details={"emotions": _tags(e.emotions), "thread": e.thread_id, "tick": e.tick},
+        )
 
     def edit(self, repos: Repos, ref: str, edit: DiaryEdit, now: datetime) -> None:
         entry_id = ref_id(ref)
@@ -503,8 +531,13 @@ class DiaryTier(StatusTier[DiaryEdit]):
 class ConceptTier(StatusTier[ConceptEdit]):
     name, label, what, item_tier, model = "concept", N_("Concepts"), "concept", "concept", Concept
     edit_model = ConceptEdit
-    fields = (_field("name"), _field("description", "textarea"), _field("tags", "list"), _field("weight", "float"),
-              _field("pinned", "bool"))
+    fields = (
+        _field("name"),
+        _field("description", "textarea"),
+        _field("tags", "list"),
+        _field("weight", "float"),
+        _field("pinned", "bool"),
+    )
 
     def _window(self, repos: Repos, limit: int) -> list[Any]:
         return repos.concepts.list(limit=limit, include_archived=True)
@@ -513,17 +546,34 @@ class ConceptTier(StatusTier[ConceptEdit]):
         return repos.concepts.get(row_id)
 
     def _record(self, repos: Repos, c: Concept) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(c.id), title=c.name, text=c.description,
-                            status=_status(c.status != "active"), at=c.updated_at,
-                            fields={"name": c.name, "description": c.description, "tags": _tags(c.tags),
-                                    "weight": c.weight, "pinned": c.pinned})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(c.id),
+            title=c.name,
+            text=c.description,
+            status=_status(c.status != "active"),
+            at=c.updated_at,
+            fields={
+                "name": c.name,
+                "description": c.description,
+                "tags": _tags(c.tags),
+                "weight": c.weight,
+                "pinned": c.pinned,
+            },
+        )
 
     def edit(self, repos: Repos, ref: str, edit: ConceptEdit, now: datetime) -> None:
         other = repos.concepts.by_name(edit.name) if edit.name else None
         if other is not None and str(other.id) != ref:
             raise Conflict(f"concept {edit.name!r} exists already (concept {other.id})", field="name")
-        repos.concepts.update(ref_id(ref), name=edit.name, description=edit.description, tags=edit.tags,
-                              weight=edit.weight, pinned=edit.pinned)
+        repos.concepts.update(
+            ref_id(ref),
+            name=edit.name,
+            description=edit.description,
+            tags=edit.tags,
+            weight=edit.weight,
+            pinned=edit.pinned,
+        )
 
     def _purge(self, repos: Repos, ref: str) -> None:
         repos.concepts.purge(ref_id(ref))
@@ -536,12 +586,18 @@ class LinkTier(RowTier[LinkEdit]):
 
     def records(self, repos: Repos, links: list[ConceptLink]) -> list[MemoryRecord]:
         names = repos.concepts.names({link.source_id for link in links} | {link.target_id for link in links})
-        return [MemoryRecord(tier=self.name, ref=str(link.id), title=f"{names.get(link.source_id)} —{link.relation}→ "
-                             f"{names.get(link.target_id)}", status=_status(link.status in ARCHIVED_LINK_STATUSES),
-                             at=link.updated_at, fields={"relation": link.relation, "weight": link.weight,
-                                                         "tags": _tags(link.tags)},
-                             details={"source": link.source_id, "target": link.target_id, "link_status": link.status})
-                for link in links]
+        return [
+            MemoryRecord(
+                tier=self.name,
+                ref=str(link.id),
+                title=f"{names.get(link.source_id)} —{link.relation}→ {names.get(link.target_id)}",
+                status=_status(link.status in ARCHIVED_LINK_STATUSES),
+                at=link.updated_at,
+                fields={"relation": link.relation, "weight": link.weight, "tags": _tags(link.tags)},
+                details={"source": link.source_id, "target": link.target_id, "link_status": link.status},
+            )
+            for link in links
+        ]
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         return self.records(repos, repos.links.archived(limit) if archived else repos.links.list(limit=limit))
@@ -565,10 +621,16 @@ class GoalTier(RowTier[GoalEdit]):
 
     name, label, what, model = "goal", N_("Goals"), "goal", Goal
     edit_model = GoalEdit
-    fields = (_field("title"), _field("description", "textarea"),
-              _field("horizon", "choice", choices=("short", "long")),
-              _field("status", "choice", choices=("active", "paused", "completed", "failed")), _field("priority", "int"),
-              _field("tags", "list"), _field("related_values", "list"), _field("reason"))
+    fields = (
+        _field("title"),
+        _field("description", "textarea"),
+        _field("horizon", "choice", choices=("short", "long")),
+        _field("status", "choice", choices=("active", "paused", "completed", "failed")),
+        _field("priority", "int"),
+        _field("tags", "list"),
+        _field("related_values", "list"),
+        _field("reason"),
+    )
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         goals = repos.goals.archived(limit) if archived else repos.goals.list(limit=limit)
@@ -578,17 +640,38 @@ class GoalTier(RowTier[GoalEdit]):
         return repos.goals.get(row_id)
 
     def _record(self, repos: Repos, g: Goal) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(g.id), title=g.title, text=g.description,
-                            status=_status(g.archived_at is not None), at=g.updated_at,
-                            fields={"title": g.title, "description": g.description, "horizon": g.horizon,
-                                    "status": g.status, "priority": g.priority, "tags": _tags(g.tags),
-                                    "related_values": _tags(g.related_values), "reason": g.reason},
-                            details={"progress": _tags(g.progress_notes)[-5:], "completed_at": g.completed_at})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(g.id),
+            title=g.title,
+            text=g.description,
+            status=_status(g.archived_at is not None),
+            at=g.updated_at,
+            fields={
+                "title": g.title,
+                "description": g.description,
+                "horizon": g.horizon,
+                "status": g.status,
+                "priority": g.priority,
+                "tags": _tags(g.tags),
+                "related_values": _tags(g.related_values),
+                "reason": g.reason,
+            },
+            details={"progress": _tags(g.progress_notes)[-5:], "completed_at": g.completed_at},
+        )
 
     def edit(self, repos: Repos, ref: str, edit: GoalEdit, now: datetime) -> None:
-        repos.goals.update(ref_id(ref), title=edit.title, description=edit.description, horizon=edit.horizon,
-                           status=edit.status, priority=edit.priority, tags=edit.tags, reason=edit.reason,
-                           related_values=edit.related_values)
+        repos.goals.update(
+            ref_id(ref),
+            title=edit.title,
+            description=edit.description,
+            horizon=edit.horizon,
+            status=edit.status,
+            priority=edit.priority,
+            tags=edit.tags,
+            reason=edit.reason,
+            related_values=edit.related_values,
+        )
 
     def _purge(self, repos: Repos, ref: str) -> None:
         repos.goals.purge(ref_id(ref))
@@ -597,9 +680,14 @@ class GoalTier(RowTier[GoalEdit]):
 class TaskTier(RowTier[TaskEdit]):
     name, label, what, model = "task", N_("Tasks"), "task", Task
     edit_model = TaskEdit
-    fields = (_field("title"), _field("description", "textarea"),
-              _field("status", "choice", choices=("open", "in_progress", "done", "failed", "cancelled", "frozen")),
-              _field("priority", "int"), _field("pinned", "bool"), _field("tags", "list"))
+    fields = (
+        _field("title"),
+        _field("description", "textarea"),
+        _field("status", "choice", choices=("open", "in_progress", "done", "failed", "cancelled", "frozen")),
+        _field("priority", "int"),
+        _field("pinned", "bool"),
+        _field("tags", "list"),
+    )
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         tasks = repos.tasks.archived(limit) if archived else repos.tasks.list(limit=limit)
@@ -609,15 +697,34 @@ class TaskTier(RowTier[TaskEdit]):
         return repos.tasks.get(row_id)
 
     def _record(self, repos: Repos, t: Task) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(t.id), title=t.title, text=t.description,
-                            status=_status(t.archived_at is not None), at=t.updated_at,
-                            fields={"title": t.title, "description": t.description, "status": t.status,
-                                    "priority": t.priority, "pinned": t.pinned, "tags": _tags(t.tags)},
-                            details={"goal": t.goal_id, "kind": t.kind, "cycle": t.repl_status})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(t.id),
+            title=t.title,
+            text=t.description,
+            status=_status(t.archived_at is not None),
+            at=t.updated_at,
+            fields={
+                "title": t.title,
+                "description": t.description,
+                "status": t.status,
+                "priority": t.priority,
+                "pinned": t.pinned,
+                "tags": _tags(t.tags),
+            },
+            details={"goal": t.goal_id, "kind": t.kind, "cycle": t.repl_status},
+        )
 
     def edit(self, repos: Repos, ref: str, edit: TaskEdit, now: datetime) -> None:
-        repos.tasks.update(ref_id(ref), title=edit.title, description=edit.description, status=edit.status,
-                           priority=edit.priority, pinned=edit.pinned, tags=edit.tags)
+        repos.tasks.update(
+            ref_id(ref),
+            title=edit.title,
+            description=edit.description,
+            status=edit.status,
+            priority=edit.priority,
+            pinned=edit.pinned,
+            tags=edit.tags,
+        )
 
     def _purge(self, repos: Repos, ref: str) -> None:
         repos.tasks.purge(ref_id(ref))
@@ -627,10 +734,14 @@ class FactTier(RowTier[FactEdit]):
     name, label, what, model = "fact", N_("Unverified facts"), "fact", UnverifiedFact
     archivable = False
     edit_model = FactEdit
-    fields = (_field("claim", "textarea"), _field("context", "textarea"), _field("confidence", "float"),
-              _field("priority", "int"),
-              _field("status", "choice", label=N_("Resolve as"), choices=("verified", "rejected")),
-              _field("resolution", optional=True))
+    fields = (
+        _field("claim", "textarea"),
+        _field("context", "textarea"),
+        _field("confidence", "float"),
+        _field("priority", "int"),
+        _field("status", "choice", label=N_("Resolve as"), choices=("verified", "rejected")),
+        _field("resolution", optional=True),
+    )
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         return [] if archived else [self._record(repos, f) for f in repos.facts.list(limit=limit)]
@@ -639,16 +750,27 @@ class FactTier(RowTier[FactEdit]):
         return repos.facts.get(row_id)
 
     def _record(self, repos: Repos, f: UnverifiedFact) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(f.id), title=f.status, text=f.claim, at=f.created_at,
-                            fields={"claim": f.claim, "context": f.context, "confidence": f.confidence,
-                                    "priority": f.priority},
-                            details={"status": f.status, "resolution": f.resolution, "why": f.why_unverified,
-                                     "task": f.task_id, "sources": _tags(f.sources)})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(f.id),
+            title=f.status,
+            text=f.claim,
+            at=f.created_at,
+            fields={"claim": f.claim, "context": f.context, "confidence": f.confidence, "priority": f.priority},
+            details={
+                "status": f.status,
+                "resolution": f.resolution,
+                "why": f.why_unverified,
+                "task": f.task_id,
+                "sources": _tags(f.sources),
+            },
+        )
 
     def edit(self, repos: Repos, ref: str, edit: FactEdit, now: datetime) -> None:
         fact_id = ref_id(ref)
-        repos.facts.update(fact_id, claim=edit.claim, context=edit.context, confidence=edit.confidence,
-                           priority=edit.priority)
+        repos.facts.update(
+            fact_id, claim=edit.claim, context=edit.context, confidence=edit.confidence, priority=edit.priority
+        )
         if edit.status is not None:
             repos.facts.resolve(fact_id, edit.status, edit.resolution or "")
 
@@ -660,8 +782,12 @@ class QuestionTier(RowTier[QuestionEdit]):
     name, label, what, model = "question", N_("Open questions"), "question", OpenQuestion
     archivable = False
     edit_model = QuestionEdit
-    fields = (_field("topic", "textarea"), _field("context", "textarea"), _field("priority", "float"),
-              _field("resolution", label=N_("Resolve with"), optional=True))
+    fields = (
+        _field("topic", "textarea"),
+        _field("context", "textarea"),
+        _field("priority", "float"),
+        _field("resolution", label=N_("Resolve with"), optional=True),
+    )
 
     def rows(self, repos: Repos, archived: bool, limit: int) -> list[MemoryRecord]:
         return [] if archived else [self._record(repos, q) for q in repos.questions.list(limit=limit)]
@@ -670,10 +796,15 @@ class QuestionTier(RowTier[QuestionEdit]):
         return repos.questions.get(row_id)
 
     def _record(self, repos: Repos, q: OpenQuestion) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(q.id), title=q.status, text=q.topic,
-                            at=q.resolved_at or q.created_at,
-                            fields={"topic": q.topic, "context": q.context, "priority": q.priority},
-                            details={"status": q.status, "resolution": q.resolution, "source": q.source})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(q.id),
+            title=q.status,
+            text=q.topic,
+            at=q.resolved_at or q.created_at,
+            fields={"topic": q.topic, "context": q.context, "priority": q.priority},
+            details={"status": q.status, "resolution": q.resolution, "source": q.source},
+        )
 
     def edit(self, repos: Repos, ref: str, edit: QuestionEdit, now: datetime) -> None:
         question_id = ref_id(ref)
@@ -695,12 +826,10 @@ class ItemTier(RowTier[E]):
         return str(row.id)
 
     @abstractmethod
-    def _latest(self, repos: Repos, limit: int) -> list[Any]:
-        ...
+    def _latest(self, repos: Repos, limit: int) -> list[Any]: ...
 
     @abstractmethod
-    def _as_record(self, row: Any, status: Status) -> MemoryRecord:
-        ...
+    def _as_record(self, row: Any, status: Status) -> MemoryRecord: ...
 
     def _record(self, repos: Repos, row: Any) -> MemoryRecord:
         ref = self._item_ref(row)
@@ -741,15 +870,21 @@ class EpisodeTier(ItemTier[EpisodeEdit]):
         return repos.episodes.by_id(row_id)
 
     def _as_record(self, e: Episode, status: Status) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(e.id), title=f"{e.period} of {e.start}", text=e.summary,
-                            status=status, at=e.created_at,
-                            fields={"summary": e.summary, "emotional_tone": e.emotional_tone,
-                                    "key_events": _tags(e.key_events)},
-                            details={"period": e.period, "start": e.start})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(e.id),
+            title=f"{e.period} of {e.start}",
+            text=e.summary,
+            status=status,
+            at=e.created_at,
+            fields={"summary": e.summary, "emotional_tone": e.emotional_tone, "key_events": _tags(e.key_events)},
+            details={"period": e.period, "start": e.start},
+        )
 
     def edit(self, repos: Repos, ref: str, edit: EpisodeEdit, now: datetime) -> None:
-        repos.episodes.update(ref_id(ref), summary=edit.summary, emotional_tone=edit.emotional_tone,
-                              key_events=edit.key_events)
+        repos.episodes.update(
+            ref_id(ref), summary=edit.summary, emotional_tone=edit.emotional_tone, key_events=edit.key_events
+        )
 
     def _purge(self, repos: Repos, ref: str) -> None:
         repos.episodes.purge(ref_id(ref))
@@ -758,8 +893,13 @@ class EpisodeTier(ItemTier[EpisodeEdit]):
 class EntityTier(ItemTier[EntityEdit]):
     name, label, what, item_tier, model = "entity", N_("Entities"), "entity", "entity", Entity
     edit_model = EntityEdit
-    fields = (_field("name"), _field("kind", "choice", choices=("person", "place", "thing", "concept")),
-              _field("description", "textarea"), _field("facts", "lines"), _field("aliases", "list"))
+    fields = (
+        _field("name"),
+        _field("kind", "choice", choices=("person", "place", "thing", "concept")),
+        _field("description", "textarea"),
+        _field("facts", "lines"),
+        _field("aliases", "list"),
+    )
 
     def _latest(self, repos: Repos, limit: int) -> list[Any]:
         return list(reversed(repos.entities.all(limit=MAX_LIST)))[:limit]
@@ -768,13 +908,31 @@ class EntityTier(ItemTier[EntityEdit]):
         return repos.entities.get(row_id)
 
     def _as_record(self, e: Entity, status: Status) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(e.id), title=e.name, text=e.description, status=status,
-                            at=e.updated_at, fields={"name": e.name, "kind": e.kind, "description": e.description,
-                                                     "facts": _tags(e.facts), "aliases": _tags(e.aliases)})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(e.id),
+            title=e.name,
+            text=e.description,
+            status=status,
+            at=e.updated_at,
+            fields={
+                "name": e.name,
+                "kind": e.kind,
+                "description": e.description,
+                "facts": _tags(e.facts),
+                "aliases": _tags(e.aliases),
+            },
+        )
 
     def edit(self, repos: Repos, ref: str, edit: EntityEdit, now: datetime) -> None:
-        repos.entities.update(ref_id(ref), name=edit.name, kind=edit.kind, description=edit.description,
-                              facts=edit.facts, aliases=edit.aliases)
+        repos.entities.update(
+            ref_id(ref),
+            name=edit.name,
+            kind=edit.kind,
+            description=edit.description,
+            facts=edit.facts,
+            aliases=edit.aliases,
+        )
 
     def _purge(self, repos: Repos, ref: str) -> None:
         repos.entities.purge(ref_id(ref))
@@ -783,8 +941,12 @@ class EntityTier(ItemTier[EntityEdit]):
 class InsightTier(ItemTier[InsightEdit]):
     name, label, what, item_tier, model = "insight", N_("Dream insights"), "insight", "insight", Insight
     edit_model = InsightEdit
-    fields = (_field("insight", "textarea"), _field("strategy", "textarea"), _field("log_entry", "textarea"),
-              _field("trigger_topic"))
+    fields = (
+        _field("insight", "textarea"),
+        _field("strategy", "textarea"),
+        _field("log_entry", "textarea"),
+        _field("trigger_topic"),
+    )
 
     def _latest(self, repos: Repos, limit: int) -> list[Any]:
         return repos.insights.recent(limit)
@@ -793,14 +955,30 @@ class InsightTier(ItemTier[InsightEdit]):
         return repos.insights.get(row_id)
 
     def _as_record(self, i: Insight, status: Status) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(i.id), title=i.trigger_topic or f"dream {i.id}", text=i.insight,
-                            status=status, at=i.created_at,
-                            fields={"insight": i.insight, "strategy": i.strategy, "log_entry": i.log_entry,
-                                    "trigger_topic": i.trigger_topic}, details={"level": i.level})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(i.id),
+            title=i.trigger_topic or f"dream {i.id}",
+            text=i.insight,
+            status=status,
+            at=i.created_at,
+            fields={
+                "insight": i.insight,
+                "strategy": i.strategy,
+                "log_entry": i.log_entry,
+                "trigger_topic": i.trigger_topic,
+            },
+            details={"level": i.level},
+        )
 
     def edit(self, repos: Repos, ref: str, edit: InsightEdit, now: datetime) -> None:
-        repos.insights.update(ref_id(ref), insight=edit.insight, strategy=edit.strategy, log_entry=edit.log_entry,
-                              trigger_topic=edit.trigger_topic)
+        repos.insights.update(
+            ref_id(ref),
+            insight=edit.insight,
+            strategy=edit.strategy,
+            log_entry=edit.log_entry,
+            trigger_topic=edit.trigger_topic,
+        )
 
     def _purge(self, repos: Repos, ref: str) -> None:
         repos.insights.purge(ref_id(ref))
@@ -823,9 +1001,15 @@ class KBTier(ItemTier[NoEdit]):
         return repos.kb.get(row_id)
 
     def _as_record(self, d: KBDocument, status: Status) -> MemoryRecord:
-        return MemoryRecord(tier=self.name, ref=str(d.id), title=d.title, text=d.path, status=status,
-                            at=d.created_at, details={"chunks": d.chunks, "chars": d.chars, "path": d.path,
-                                                   **({"from": d.source} if d.source else {})})
+        return MemoryRecord(
+            tier=self.name,
+            ref=str(d.id),
+            title=d.title,
+            text=d.path,
+            status=status,
+            at=d.created_at,
+            details={"chunks": d.chunks, "chars": d.chars, "path": d.path, **({"from": d.source} if d.source else {})},
+        )
 
     def _archive(self, repos: Repos, ref: str, now: datetime) -> bool:
         return repos.kb.set_status(int(ref), "archived")
@@ -850,9 +1034,25 @@ GOALS, TASKS, EPISODES, ENTITIES, INSIGHTS = GoalTier(), TaskTier(), EpisodeTier
 FACTS, QUESTIONS, KB = FactTier(), QuestionTier(), KBTier()
 
 AnyTier = Tier[Any]
-TIERS: dict[str, AnyTier] = {tier.name: tier for tier in (
-    CORE, NOTEPAD, LLM_MEMORY, DIARY, CONCEPTS, LINKS, GOALS, TASKS, EPISODES, ENTITIES, INSIGHTS, FACTS, QUESTIONS,
-    KB)}
+TIERS: dict[str, AnyTier] = {
+    tier.name: tier
+    for tier in (
+        CORE,
+        NOTEPAD,
+        LLM_MEMORY,
+        DIARY,
+        CONCEPTS,
+        LINKS,
+        GOALS,
+        TASKS,
+        EPISODES,
+        ENTITIES,
+        INSIGHTS,
+        FACTS,
+        QUESTIONS,
+        KB,
+    )
+}
 
 
 def tier_of(name: str) -> AnyTier:
@@ -880,8 +1080,33 @@ def hit_ref(tier: str, ref: str) -> str:
 
 
 __all__ = [
-    "TIERS", "BlockEdit", "ConceptEdit", "Conflict", "DiaryEdit", "EntityEdit", "EpisodeEdit", "FactEdit", "FieldInfo",
-    "GoalEdit", "InsightEdit", "Invalid", "LLMMemoryEdit", "LinkEdit", "MemoryRecord", "NotEditable", "QuestionEdit",
-    "RowNotFound", "TaskEdit", "Tier", "TierEdit", "TierError", "TooLarge", "UnknownTier", "Unsupported",
-    "hit_ref", "ref_id", "searchable", "tier_of",
+    "TIERS",
+    "BlockEdit",
+    "ConceptEdit",
+    "Conflict",
+    "DiaryEdit",
+    "EntityEdit",
+    "EpisodeEdit",
+    "FactEdit",
+    "FieldInfo",
+    "GoalEdit",
+    "InsightEdit",
+    "Invalid",
+    "LLMMemoryEdit",
+    "LinkEdit",
+    "MemoryRecord",
+    "NotEditable",
+    "QuestionEdit",
+    "RowNotFound",
+    "TaskEdit",
+    "Tier",
+    "TierEdit",
+    "TierError",
+    "TooLarge",
+    "UnknownTier",
+    "Unsupported",
+    "hit_ref",
+    "ref_id",
+    "searchable",
+    "tier_of",
 ]

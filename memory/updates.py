@@ -4,7 +4,8 @@ ways in the items' `meta` (`superseded_by` on the older, `replaces` on the newer
 and can say what it replaced.
 
 Detection runs offline, without a model: the same author, the same subject (at least two shared content words,
-a shared name and word, or one shared frame word — live, work, favourite, … — with a marker), and a word overlap of at least `min_overlap` of the smaller statement), a different value (each
+a shared name and word, or one shared frame word — live, work, favourite, … — with a marker), and a word overlap of at
+least `min_overlap` of the smaller statement), a different value (each
 side holds a name, number or content word the other lacks), and either an update marker in the newer statement
 ("now", "moved", "no longer", "switched", "instead", "anymore", "quit", "changed", "new") or a near-identical
 frame (overlap ≥ `frame_overlap`: "my favourite colour is blue" → "… is green"). bench/updates.py measures it.
@@ -31,16 +32,53 @@ if TYPE_CHECKING:
 QUERY_CHARS = 4000  # of a new memory's text, what searches for the older ones it may update (supersede_older)
 UPDATE_MARKERS = re.compile(
     r"\b(now|nowadays|moved|move|moving|no longer|anymore|any more|switched|switch|instead|quit|changed|change|"
-    r"new|left|stopped|started|these days|currently|not .{0,20} any ?more|actually)\b", re.IGNORECASE)
-FRAME_WORDS = frozenset({"w:favourit", "w:favorit", "w:live", "w:work", "w:job", "w:name", "w:call", "w:own",
-                         "w:drive", "w:car", "w:pet", "w:dog", "w:cat", "w:home", "w:citi", "w:studi", "w:team",
-                         "w:phone", "w:address", "w:age", "w:prefer", "w:hobbi", "w:partner", "w:girlfriend",
-                         "w:boyfriend", "w:friend", "w:best", "w:wife", "w:husband", "w:school", "w:compani", "w:employ", "w:plan"})
+    r"new|left|stopped|started|these days|currently|not .{0,20} any ?more|actually)\b",
+    re.IGNORECASE,
+)
+FRAME_WORDS = frozenset(
+    {
+        "w:favourit",
+        "w:favorit",
+        "w:live",
+        "w:work",
+        "w:job",
+        "w:name",
+        "w:call",
+        "w:own",
+        "w:drive",
+        "w:car",
+        "w:pet",
+        "w:dog",
+        "w:cat",
+        "w:home",
+        "w:citi",
+        "w:studi",
+        "w:team",
+        "w:phone",
+        "w:address",
+        "w:age",
+        "w:prefer",
+        "w:hobbi",
+        "w:partner",
+        "w:girlfriend",
+        "w:boyfriend",
+        "w:friend",
+        "w:best",
+        "w:wife",
+        "w:husband",
+        "w:school",
+        "w:compani",
+        "w:employ",
+        "w:plan",
+    }
+)
 
 
-SMALL_TALK = frozenset("""hey thank thanks great sound sounds kind lot wow awesome glad yeah happi happy make made
+SMALL_TALK = frozenset(
+    """hey thank thanks great sound sounds kind lot wow awesome glad yeah happi happy make made
 realli really good amaz amazing love cool nice talk talked chat chatting anyth anything someth something much
-appreci appreciate mean means look take thing way time feel""".split())
+appreci appreciate mean means look take thing way time feel""".split()
+)
 
 
 class SearchedIndex(Protocol):
@@ -69,18 +107,24 @@ class Supersession:
     reason: str  # "marker" | "frame"
 
 
-_VOCATIVE = re.compile(r"(?:^|[.!?]\s+)(?:(?i:hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|awesome|great|congrats|"
-                       r"sorry|aww|haha|ha|agreed|sounds great|same here)[,!.]?\s+)?[A-Z][a-z]+[!,.]\s*|,\s*[A-Z][a-z]+(?=[!?.]|$)")
+_VOCATIVE = re.compile(
+    r"(?:^|[.!?]\s+)(?:(?i:hey|hi|hello|thanks|thank you|wow|oh|yeah|yes|awesome|great|congrats|"
+    r"sorry|aww|haha|ha|agreed|sounds great|same here)[,!.]?\s+)?[A-Z][a-z]+[!,.]\s*|,\s*[A-Z][a-z]+(?=[!?.]|$)"
+)
 
 
 def _content(text: str) -> set[str]:
     """The statement's entities, less the name of whoever it is said to ("Thanks, Mel!", "Hey Caroline,")."""
-    return {e for e in extract(_VOCATIVE.sub(" ", text))
-            if (not e.startswith("n:") or e.count(" ") < 3) and e[2:] not in SMALL_TALK}
+    return {
+        e
+        for e in extract(_VOCATIVE.sub(" ", text))
+        if (not e.startswith("n:") or e.count(" ") < 3) and e[2:] not in SMALL_TALK
+    }
 
 
-def supersedes(newer: Statement, older: Statement, *, min_overlap: float = 0.3,
-               frame_overlap: float = 0.5) -> Supersession | None:
+def supersedes(
+    newer: Statement, older: Statement, *, min_overlap: float = 0.3, frame_overlap: float = 0.5
+) -> Supersession | None:
     """Whether `newer` updates or contradicts `older` (module doc), and why."""
     if newer.author.strip().lower() != older.author.strip().lower() or newer.item_id == older.item_id:
         return None
@@ -122,8 +166,13 @@ def mark(repos: Repos, found: Sequence[Supersession], now: datetime | None = Non
         old, new = rows.get(s.older), rows.get(s.newer)
         if old is None or new is None or old.status == "deleted":
             continue
-        old.meta = {**(old.meta or {}), "superseded_by": s.newer, "superseded_at": when,
-                    "superseded_subject": s.subject[:8], "status_before": old.status}
+        old.meta = {
+            **(old.meta or {}),
+            "superseded_by": s.newer,
+            "superseded_at": when,
+            "superseded_subject": s.subject[:8],
+            "status_before": old.status,
+        }
         new.meta = {**(new.meta or {}), "replaces": sorted({*(new.meta or {}).get("replaces", []), s.older})}
         changed += repos.items.set_status([s.older], "superseded")
     return changed
@@ -201,10 +250,21 @@ def supersede(index: SearchedIndex, newer: Statement, tier: str, *, candidates: 
         return []
     # a long text's opening finds its closest memories: a 300,000-character paste as the query held the index's
     # lock — and a tick's recall — for 5.7 s under load (embedding and BM25-scoring all of it)
-    hits = index.search(Query(text=newer.text[:QUERY_CHARS], k=candidates, tiers=[tier], exclude={newer.item_id},
-                              mmr_lambda=1.0, distinct=False))
-    older = [Statement(h.item.id, h.item.author, h.item.text, h.item.created_at) for h in hits
-             if h.item.id < newer.item_id and h.item.status == "active"]
+    hits = index.search(
+        Query(
+            text=newer.text[:QUERY_CHARS],
+            k=candidates,
+            tiers=[tier],
+            exclude={newer.item_id},
+            mmr_lambda=1.0,
+            distinct=False,
+        )
+    )
+    older = [
+        Statement(h.item.id, h.item.author, h.item.text, h.item.created_at)
+        for h in hits
+        if h.item.id < newer.item_id and h.item.status == "active"
+    ]
     found = find_superseded(newer, older)
     if found:
         with index.db.unit() as repos:
@@ -214,8 +274,12 @@ def supersede(index: SearchedIndex, newer: Statement, tier: str, *, candidates: 
 
 def versions_of(repos: Repos, items: Iterable[Any]) -> dict[int, str]:
     """The texts of the memories these items replaced or were replaced by (one step of their chains), by id."""
-    ids = {i for item in items for i in [*(item.meta or {}).get("replaces", []), (item.meta or {}).get("superseded_by")]
-           if isinstance(i, int)}
+    ids = {
+        i
+        for item in items
+        for i in [*(item.meta or {}).get("replaces", []), (item.meta or {}).get("superseded_by")]
+        if isinstance(i, int)
+    }
     return {i: row.text for i, row in repos.items.many(ids).items()} if ids else {}
 
 
@@ -225,7 +289,7 @@ def version_note(item: Any, texts: dict[int, str], width: int = 160) -> str:
     meta = item.meta or {}
 
     def short(text: str) -> str:
-        return text if len(text) <= width else text[:width - 1] + "…"
+        return text if len(text) <= width else text[: width - 1] + "…"
 
     older = [short(texts[i]) for i in reversed(meta.get("replaces", [])) if i in texts]
     newer = meta.get("superseded_by")
@@ -241,6 +305,11 @@ def when_label(item: Any) -> str:
     if happened is None or f"{happened:%Y-%m-%d}" == recorded:
         return recorded
     precision = ((item.meta or {}).get("event") or {}).get("precision")
-    shown = f"{happened:%Y-%m}" if precision == "month" else f"{happened:%Y}" if precision == "year" else \
-        f"{happened:%Y-%m-%d}"
+    shown = (
+        f"{happened:%Y-%m}"
+        if precision == "month"
+        else f"{happened:%Y}"
+        if precision == "year"
+        else f"{happened:%Y-%m-%d}"
+    )
     return f"{recorded}, happened {shown}"

@@ -37,10 +37,14 @@ def main() -> None:
     options = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = load_settings(options.persona_dir, data_dir=options.data_dir)
-    mesh = settings.mesh.model_copy(update={
-        "enabled": True, "listen": options.listen or settings.mesh.listen,
-        "bootstrap": [*settings.mesh.bootstrap, *options.bootstrap],
-        "topics": [*settings.mesh.topics, *options.topic]})
+    mesh = settings.mesh.model_copy(
+        update={
+            "enabled": True,
+            "listen": options.listen or settings.mesh.listen,
+            "bootstrap": [*settings.mesh.bootstrap, *options.bootstrap],
+            "topics": [*settings.mesh.topics, *options.topic],
+        }
+    )
     settings.mesh = mesh
     database = Database.open(settings.data_dir, settings.db_url)
     transport = Libp2pTransport.from_settings(mesh)
@@ -56,12 +60,21 @@ def main() -> None:
         nonlocal written
         if not options.state:
             return
-        state = json.dumps({"did": node.did, "peer_id": transport.peer_id, "addrs": transport.addresses(),
-                            "peers": transport.peers(), "isolated": node.isolated,
-                            "dids": sorted(set(node.peer_dids.values())), "stats": dict(node.stats),
-                            "dropped_by_gossipsub": transport.dropped, "cut_off": sorted(node.cut_off),
-                            "gossip_trust": node.shared_trust[0] if node.shared_trust else {},
-                            "timings": {"sent": node.sent_at, "arrived": node.arrivals}})
+        state = json.dumps(
+            {
+                "did": node.did,
+                "peer_id": transport.peer_id,
+                "addrs": transport.addresses(),
+                "peers": transport.peers(),
+                "isolated": node.isolated,
+                "dids": sorted(set(node.peer_dids.values())),
+                "stats": dict(node.stats),
+                "dropped_by_gossipsub": transport.dropped,
+                "cut_off": sorted(node.cut_off),
+                "gossip_trust": node.shared_trust[0] if node.shared_trust else {},
+                "timings": {"sent": node.sent_at, "arrived": node.arrivals},
+            }
+        )
         if state != written:  # who this node is and whom it reaches, rewritten when it changes
             temporary = Path(options.state + ".tmp")
             temporary.write_text(state, encoding="utf-8")

@@ -73,8 +73,12 @@ def binding(identity: Identity, peer_id: str, now_ms: int | None = None) -> dict
     signs its messages with the peer's own key), so a peer cannot pass itself off as another DID — what no container
     signature proves (forged, replayed, oversized) is then held against the right peer."""
     moment = int(time.time() * 1000) if now_ms is None else now_ms
-    return {"did": identity.did, "peer": peer_id, "ts": moment,
-            "sig": identity.sign(_binding_bytes(identity.did, peer_id, moment)).hex()}
+    return {
+        "did": identity.did,
+        "peer": peer_id,
+        "ts": moment,
+        "sig": identity.sign(_binding_bytes(identity.did, peer_id, moment)).hex(),
+    }
 
 
 def _binding_bytes(did: str, peer_id: str, moment: int) -> bytes:
@@ -107,8 +111,10 @@ def describe(event: dict[str, Any]) -> str:
     if kind == "met":
         return f"mesh: met {event['did']} at libp2p peer {event['peer']} (its signed `have` proves the key)"
     if kind == "received":
-        line = (f"mesh: ← received a signed {event['type']} {str(event['id'])[:19]}… from {event['label']} "
-                f"(via {event['via']}): signature verified (Ed25519 over RFC 8785), accepted")
+        line = (
+            f"mesh: ← received a signed {event['type']} {str(event['id'])[:19]}… from {event['label']} "
+            f"(via {event['via']}): signature verified (Ed25519 over RFC 8785), accepted"
+        )
         if event.get("detail"):
             line += f"; it listens to: {event['detail']}"
         return line + (f" → {event['applied']}" if event.get("applied") not in (None, event["type"]) else "")
@@ -116,8 +122,10 @@ def describe(event: dict[str, Any]) -> str:
         to = f" to {short(str(event['to']))}" if event.get("to") else " to the mesh"
         return f"mesh: → sent a signed {event['type']} {str(event['id'])[:19]}…{to}"
     if kind == "refused":
-        return (f"mesh: ✗ refused a container from {short(str(event.get('sender') or 'an unknown peer'))}: "
-                f"{event['reason']} {str(event.get('detail') or '')[:120]}").rstrip()
+        return (
+            f"mesh: ✗ refused a container from {short(str(event.get('sender') or 'an unknown peer'))}: "
+            f"{event['reason']} {str(event.get('detail') or '')[:120]}"
+        ).rstrip()
     if kind == "cut_off":
         return f"mesh: ✗ cut off libp2p peer {event['peer']}: it keeps sending what cannot be read"
     if kind == "more":
@@ -126,8 +134,15 @@ def describe(event: dict[str, Any]) -> str:
 
 
 class MeshNode:
-    def __init__(self, database: Database, settings: Settings, transport: Transport, *,
-                 identity: Identity | None = None, on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        database: Database,
+        settings: Settings,
+        transport: Transport,
+        *,
+        identity: Identity | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.database, self.settings, self.transport = database, settings, transport
         self.factory = ManagerFactory(database, ManagerDeps(settings=settings))  # this door's managers, built once
         self.identity = identity
@@ -375,12 +390,12 @@ class MeshNode:
             held = [c for c in addressed if not self._trusted(house, str(c["recipient"]))]
             if held:
                 self.stats["held_distrusted"] += len(held)
-            queued = sorted((c for c in addressed if c not in held), key=lambda c: order.get(str(c["recipient"]), 0)) \
-                + [c for c in queued if not c.get("recipient")]
+            queued = sorted(
+                (c for c in addressed if c not in held), key=lambda c: order.get(str(c["recipient"]), 0)
+            ) + [c for c in queued if not c.get("recipient")]
         sent: list[str] = []
         for container in queued[:budget]:
-            channel = channel_of(container["topic"]) if container["type"] == "cogsync" and container["topic"] \
-                else ALL
+            channel = channel_of(container["topic"]) if container["type"] == "cogsync" and container["topic"] else ALL
             try:
                 self.transport.publish(channel, encode(container))
             except TransportError as exc:
@@ -403,12 +418,20 @@ class MeshNode:
         takes from one peer (they pace what they publish to it)."""
         with self.managers() as house:
             ids = house.mesh.have(HAVE_LIMIT)
-            prefer = [did for did in house.reputation.rank(sorted(set(self.peer_dids.values())))
-                      if self._trusted(house, did)]
+            prefer = [
+                did for did in house.reputation.rank(sorted(set(self.peer_dids.values()))) if self._trusted(house, did)
+            ]
         assert self.identity is not None
         mesh = self.settings.mesh
-        self._publish_sync({"kind": "have", **binding(self.identity, self.transport.peer_id), "ids": ids,
-                            "prefer": prefer, "limits": {"rate": float(mesh.rate_per_s), "burst": int(mesh.burst)}})
+        self._publish_sync(
+            {
+                "kind": "have",
+                **binding(self.identity, self.transport.peer_id),
+                "ids": ids,
+                "prefer": prefer,
+                "limits": {"rate": float(mesh.rate_per_s), "burst": int(mesh.burst)},
+            }
+        )
         self.last_have, self.have_dirty, self.peers_at_have = time.monotonic(), False, self.transport.peer_count()
 
     def _publish_sync(self, message: dict[str, Any]) -> None:
@@ -450,8 +473,12 @@ class MeshNode:
         except Exception as exc:  # noqa: BLE001 — one arrival never stops the door
             del self.events[events:]  # what it did is undone: so is what it said
             self.stats["door_errors"] += 1
-            log.warning("mesh: an arrival from %s failed and was set aside (%s: %s)", delivery.peer[:60],
-                        type(exc).__name__, str(exc)[:200])
+            log.warning(
+                "mesh: an arrival from %s failed and was set aside (%s: %s)",
+                delivery.peer[:60],
+                type(exc).__name__,
+                str(exc)[:200],
+            )
             return []
 
     def _read_sync(self, delivery: Delivery) -> Have | Want | Bodies | WireError:
@@ -460,8 +487,9 @@ class MeshNode:
         except WireError as exc:
             return exc
 
-    def _one(self, house: Managers, delivery: Delivery,
-             message: Have | Want | WireError | None) -> list[dict[str, Any]]:
+    def _one(
+        self, house: Managers, delivery: Delivery, message: Have | Want | WireError | None
+    ) -> list[dict[str, Any]]:
         if isinstance(message, WireError):
             self.stats["bad_sync"] += 1
             self._junk(delivery.peer, f"a sync message that cannot be read ({message})")
@@ -470,8 +498,9 @@ class MeshNode:
             return self._have(house, delivery, message)
         if isinstance(message, Want):
             return self._want(house, delivery, message) if message.to == self.did else []
-        outcome = house.mesh.receive(delivery.data, limiter=self.limiter, relay=self.peer_dids.get(delivery.peer),
-                                     quota=self.quota)
+        outcome = house.mesh.receive(
+            delivery.data, limiter=self.limiter, relay=self.peer_dids.get(delivery.peer), quota=self.quota
+        )
         self.stats[outcome.status] += 1
         self._arrived(house, delivery, outcome, "gossip")
         if outcome.status == "refused" and outcome.reason in JUNK:
@@ -494,11 +523,23 @@ class MeshNode:
 
     def _arrived(self, house: Managers, delivery: Delivery, outcome: Outcome, via: str) -> None:
         if outcome.status == "accepted" and outcome.container_id:
-            self._keep(self.arrivals, outcome.container_id, {"via": via, "arrived": delivery.arrived,
-                                                              "taken": delivery.taken, "stored": time.time()})
+            self._keep(
+                self.arrivals,
+                outcome.container_id,
+                {"via": via, "arrived": delivery.arrived, "taken": delivery.taken, "stored": time.time()},
+            )
             label = house.mesh.peer_label(outcome.sender) if outcome.sender else ""
-            self._event("received", type=outcome.type, id=outcome.container_id, sender=outcome.sender,
-                        label=label, via=via, applied=outcome.applied, detail=outcome.detail, verified=True)
+            self._event(
+                "received",
+                type=outcome.type,
+                id=outcome.container_id,
+                sender=outcome.sender,
+                label=label,
+                via=via,
+                applied=outcome.applied,
+                detail=outcome.detail,
+                verified=True,
+            )
         elif outcome.status == "refused":
             self.refused_since_trim += outcome.reason != "own"
             if outcome.final and outcome.container_id:
@@ -507,8 +548,13 @@ class MeshNode:
                     self.not_wanted.pop(next(iter(self.not_wanted)))
             if outcome.reason not in ("own", "replay"):
                 self.trust_dirty = True  # a refusal may have lowered someone's trust: gossipsub hears it at once
-                self._event("refused", reason=outcome.reason, sender=outcome.sender, id=outcome.container_id,
-                            detail=outcome.detail[:160])
+                self._event(
+                    "refused",
+                    reason=outcome.reason,
+                    sender=outcome.sender,
+                    id=outcome.container_id,
+                    detail=outcome.detail[:160],
+                )
 
     def _by_trust(self, read: list[tuple[Delivery, Any]]) -> list[tuple[Delivery, Any]]:
         """Sync messages from the most trusted peers first — haves before wants (a have proves who asks), wants
@@ -520,16 +566,20 @@ class MeshNode:
         keys: dict[int, tuple[bool, float]] = {}
         with self.managers() as house:  # reads only: it commits nothing
             for delivery, message in sync:
-                claimed = message.did if isinstance(message, Have) else message.sender if isinstance(message, Want) \
+                claimed = (
+                    message.did
+                    if isinstance(message, Have)
+                    else message.sender
+                    if isinstance(message, Want)
                     else self.peer_dids.get(delivery.peer)
-                keys[id(delivery)] = (not isinstance(message, Have),
-                                      -(self._trust(house, claimed) if claimed else 0.0))
-        return sorted(sync, key=lambda item: keys[id(item[0])]) \
-            + [(d, m) for d, m in read if not isinstance(m, (Have, Want, Bodies))]
+                )
+                keys[id(delivery)] = (not isinstance(message, Have), -(self._trust(house, claimed) if claimed else 0.0))
+        return sorted(sync, key=lambda item: keys[id(item[0])]) + [
+            (d, m) for d, m in read if not isinstance(m, (Have, Want, Bodies))
+        ]
 
     def _have(self, house: Managers, delivery: Delivery, message: Have) -> list[dict[str, Any]]:
-        did = bound_did({"did": message.did, "peer": message.peer, "ts": message.ts, "sig": message.sig},
-                        delivery.peer)
+        did = bound_did({"did": message.did, "peer": message.peer, "ts": message.ts, "sig": message.sig}, delivery.peer)
         if did is None:  # an unsigned or misbound `have`: who it is stays unknown, nothing is sent to it
             self.stats["bad_binding"] += 1
             return []
@@ -546,8 +596,9 @@ class MeshNode:
         if not self._trusted(house, did):  # nothing is asked of (or sent to) a distrusted peer
             self.stats["ignored_distrusted"] += 1
             return []
-        missing = [i for i in house.mesh.want(message.ids)
-                   if i not in self.asked_this_round and i not in self.not_wanted]  # asked of a more trusted peer
+        missing = [
+            i for i in house.mesh.want(message.ids) if i not in self.asked_this_round and i not in self.not_wanted
+        ]  # asked of a more trusted peer
         self.asked_this_round |= set(missing)
         if missing:
             self.wanted |= set(missing)
@@ -591,5 +642,6 @@ class MeshNode:
         self._arrived(house, delivery, outcome, "sync")
         self.have_dirty |= outcome.status == "accepted"
         return []
+
 
 __all__ = ["ALL", "SYNC", "MeshNode", "binding", "bound_did", "channel_of", "describe"]

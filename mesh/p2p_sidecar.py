@@ -8,7 +8,8 @@ and libp2p — no anima module.
     out: {"event": "ready", "peer_id": …, "addrs": [...]}  {"event": "message", "topic": t, "from": <peer id>,
          "data": <base64>, "at": <unix s when this node took it>}  {"event": "peers", "ids": [...]}
          {"event": "trusted", "scores": n, "blocked": n} (a trust op applied)
-         {"event": "dropped", "counts": {"graylisted": n, "blacklisted": n, "overflow": n}}  {"event": "error", "detail": …}
+         {"event": "dropped", "counts": {"graylisted": n, "blacklisted": n, "overflow": n}}  {"event": "error",
+         "detail": …}
 
 Security: Noise only (no plaintext, no secio). Pubsub: gossipsub (/meshsub/1.1.0). Discovery: the bootstrap
 multiaddrs, then (unless --no-dht) the Kademlia DHT — each node provides the key of every interest
@@ -28,7 +29,8 @@ the application-specific score (P6, weight 1; every other weight is 0, so a peer
   message it forwards or originated dropped.
 Two defaults of 0.8.1 are turned off or raised here: adaptive gossip (its code stretches the 1 s heartbeat to 30-60 s
 whenever the mesh is below degree 6, i.e. in any mesh of fewer than seven peers, so new peers may wait that long to be
-grafted; bench/mesh.py --adaptive-gossip has shown no consistent effect either way) and the 10 messages/s per peer and topic spam cap (a relay of ten peers'
+grafted; bench/mesh.py --adaptive-gossip has shown no consistent effect either way) and the 10 messages/s per peer and
+topic spam cap (a relay of ten peers'
 `have`s passes it; our own token bucket per DID limits floods, managers/mesh.py)."""
 
 from __future__ import annotations
@@ -58,9 +60,9 @@ from libp2p.discovery.events.peerDiscovery import peerDiscovery
 from libp2p.kad_dht.kad_dht import DHTMode, KadDHT
 from libp2p.peer.id import ID
 from libp2p.peer.peerinfo import PeerInfo, info_from_p2p_addr
+from libp2p.pubsub import pubsub as pubsub_module
 from libp2p.pubsub.gossipsub import GossipSub
 from libp2p.pubsub.pb import rpc_pb2
-from libp2p.pubsub import pubsub as pubsub_module
 from libp2p.pubsub.pubsub import Pubsub
 from libp2p.pubsub.score import ScoreParams
 from libp2p.security.noise.transport import PROTOCOL_ID as NOISE_PROTOCOL_ID
@@ -132,20 +134,43 @@ def apply_trust(pubsub: TrustingPubsub, command: dict[str, Any]) -> None:
         pubsub.add_to_blacklist(peer)
 
 
-async def main(listen: str, bootstrap: list[str], interests: list[str], *, dht_on: bool = True,
-               mdns: bool = False, min_trust: float = -0.5, relay_min_trust: float = -0.2,
-               adaptive_gossip: bool = False) -> None:
+async def main(
+    listen: str,
+    bootstrap: list[str],
+    interests: list[str],
+    *,
+    dht_on: bool = True,
+    mdns: bool = False,
+    min_trust: float = -0.5,
+    relay_min_trust: float = -0.2,
+    adaptive_gossip: bool = False,
+) -> None:
     key_pair = create_new_key_pair(secrets.token_bytes(32))
     noise = NoiseTransport(key_pair, noise_privkey=create_new_x25519_key_pair().private_key)
     host = new_host(key_pair=key_pair, sec_opt={NOISE_PROTOCOL_ID: noise}, enable_mDNS=mdns)
     trust = Trust()
-    score_params = ScoreParams(app_specific_score_fn=trust.score, p6_appl_slack_weight=1.0,
-                               graylist_threshold=relay_min_trust, publish_threshold=-math.inf,
-                               gossip_threshold=-math.inf, accept_px_threshold=-math.inf)
-    gossipsub = GossipSub(protocols=[GOSSIPSUB, GOSSIPSUB_10], degree=6, degree_low=4, degree_high=12,
-                          time_to_live=60, gossip_window=3, gossip_history=5, heartbeat_initial_delay=0.1,
-                          heartbeat_interval=1, score_params=score_params, adaptive_gossip_enabled=adaptive_gossip,
-                          max_messages_per_topic_per_second=1000.0)
+    score_params = ScoreParams(
+        app_specific_score_fn=trust.score,
+        p6_appl_slack_weight=1.0,
+        graylist_threshold=relay_min_trust,
+        publish_threshold=-math.inf,
+        gossip_threshold=-math.inf,
+        accept_px_threshold=-math.inf,
+    )
+    gossipsub = GossipSub(
+        protocols=[GOSSIPSUB, GOSSIPSUB_10],
+        degree=6,
+        degree_low=4,
+        degree_high=12,
+        time_to_live=60,
+        gossip_window=3,
+        gossip_history=5,
+        heartbeat_initial_delay=0.1,
+        heartbeat_interval=1,
+        score_params=score_params,
+        adaptive_gossip_enabled=adaptive_gossip,
+        max_messages_per_topic_per_second=1000.0,
+    )
     pubsub = TrustingPubsub(host, gossipsub)
     pubsub.trust, pubsub.min_trust = trust, min_trust
     subscribed: set[str] = set()
@@ -173,8 +198,13 @@ async def main(listen: str, bootstrap: list[str], interests: list[str], *, dht_o
                 await dht.routing_table.add_peer(peer_id)
             async with background_trio_service(dht) if dht_on else nullcontext():
                 peer_id = host.get_id().to_string()
-                emit({"event": "ready", "peer_id": peer_id,
-                      "addrs": [f"{a}/p2p/{peer_id}" if "/p2p/" not in str(a) else str(a) for a in host.get_addrs()]})
+                emit(
+                    {
+                        "event": "ready",
+                        "peer_id": peer_id,
+                        "addrs": [f"{a}/p2p/{peer_id}" if "/p2p/" not in str(a) else str(a) for a in host.get_addrs()],
+                    }
+                )
 
                 async def receive(topic: str) -> None:
                     subscription = await pubsub.subscribe(topic)
@@ -183,8 +213,15 @@ async def main(listen: str, bootstrap: list[str], interests: list[str], *, dht_o
                         sender = base58_id(message.from_id)
                         if sender == peer_id:
                             continue
-                        emit({"event": "message", "topic": topic, "from": sender, "at": time.time(),
-                              "data": base64.b64encode(message.data).decode("ascii")})
+                        emit(
+                            {
+                                "event": "message",
+                                "topic": topic,
+                                "from": sender,
+                                "at": time.time(),
+                                "data": base64.b64encode(message.data).decode("ascii"),
+                            }
+                        )
 
                 async def discover() -> None:
                     """Provide every interest in the DHT and connect to the providers found (peers of the same
@@ -211,8 +248,10 @@ async def main(listen: str, bootstrap: list[str], interests: list[str], *, dht_o
                                 try:
                                     await dht.provide(key)
                                     for info in await dht.find_providers(key, 20):
-                                        if info.peer_id != host.get_id() \
-                                                and info.peer_id not in host.get_connected_peers():
+                                        if (
+                                            info.peer_id != host.get_id()
+                                            and info.peer_id not in host.get_connected_peers()
+                                        ):
                                             try:
                                                 await host.connect(info)
                                             except Exception:  # noqa: BLE001 — an unreachable provider
@@ -245,8 +284,13 @@ async def main(listen: str, bootstrap: list[str], interests: list[str], *, dht_o
                                 await pubsub.publish(command["topic"], base64.b64decode(command["data"]))
                             elif op == "trust":
                                 apply_trust(pubsub, command)
-                                emit({"event": "trusted", "scores": len(pubsub.trust.scores),
-                                      "blocked": len(pubsub.get_blacklisted_peers())})
+                                emit(
+                                    {
+                                        "event": "trusted",
+                                        "scores": len(pubsub.trust.scores),
+                                        "blocked": len(pubsub.get_blacklisted_peers()),
+                                    }
+                                )
                             elif op == "stop":
                                 stop.set()
                                 return
@@ -277,9 +321,18 @@ if __name__ == "__main__":
     options = parser.parse_args()
     logging.basicConfig(level=logging.CRITICAL, stream=sys.stderr)
     try:
-        trio.run(functools.partial(main, options.listen, options.bootstrap, options.interest or ["anima"],
-                                   dht_on=not options.no_dht, mdns=options.mdns, min_trust=options.min_trust,
-                                   relay_min_trust=options.relay_min_trust,
-                                   adaptive_gossip=options.adaptive_gossip))
+        trio.run(
+            functools.partial(
+                main,
+                options.listen,
+                options.bootstrap,
+                options.interest or ["anima"],
+                dht_on=not options.no_dht,
+                mdns=options.mdns,
+                min_trust=options.min_trust,
+                relay_min_trust=options.relay_min_trust,
+                adaptive_gossip=options.adaptive_gossip,
+            )
+        )
     except KeyboardInterrupt:
         pass

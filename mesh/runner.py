@@ -22,8 +22,14 @@ log = logging.getLogger(__name__)
 BACKOFF_FIRST_S, BACKOFF_MAX_S, CALM_S = 0.5, 30.0, 60.0
 
 
-def supervise(node: MeshNode, stop: threading.Event, each_round: Callable[[], None] | None = None, *,
-              first_s: float = BACKOFF_FIRST_S, most_s: float = BACKOFF_MAX_S) -> None:
+def supervise(
+    node: MeshNode,
+    stop: threading.Event,
+    each_round: Callable[[], None] | None = None,
+    *,
+    first_s: float = BACKOFF_FIRST_S,
+    most_s: float = BACKOFF_MAX_S,
+) -> None:
     """`node.run` until `stop` is set, started again after anything it raises."""
     delay = first_s
     while not stop.is_set():
@@ -35,8 +41,12 @@ def supervise(node: MeshNode, stop: threading.Event, each_round: Callable[[], No
             if time.monotonic() - started >= CALM_S:
                 delay = first_s
             node.stats["door_restarts"] += 1
-            log.warning("mesh: the door's rounds stopped on %s: %s — started again in %.1f s", type(exc).__name__,
-                        str(exc)[:300], delay)
+            log.warning(
+                "mesh: the door's rounds stopped on %s: %s — started again in %.1f s",
+                type(exc).__name__,
+                str(exc)[:300],
+                delay,
+            )
             stop.wait(delay)
             delay = min(most_s, delay * 2)
 

@@ -39,7 +39,7 @@ class Have(Strict):
     kind: Literal["have"]
     did: Annotated[str, StringConstraints(max_length=120)]
     peer: Annotated[str, StringConstraints(max_length=128)]
-    ts: Annotated[int, Field(ge=0, le=2 ** 53)]
+    ts: Annotated[int, Field(ge=0, le=2**53)]
     sig: Annotated[str, StringConstraints(max_length=256)]
     ids: Annotated[list[ContainerId], Field(max_length=HAVE_LIMIT)] = []
     prefer: Annotated[list[Did], Field(max_length=200)] = []
@@ -73,5 +73,14 @@ def read_sync(raw: bytes) -> Have | Want | Bodies:
         raise wire.WireError("malformed", first_error(exc)) from None
 
 
-__all__ = ["BODIES_BYTES", "HAVE_LIMIT", "MAX_SYNC_BYTES", "WANT_LIMIT", "Bodies", "Have", "Limits", "Want",
-           "read_sync"]
+__all__ = [
+    "BODIES_BYTES",
+    "HAVE_LIMIT",
+    "MAX_SYNC_BYTES",
+    "WANT_LIMIT",
+    "Bodies",
+    "Have",
+    "Limits",
+    "Want",
+    "read_sync",
+]

@@ -62,8 +62,7 @@ class InMemoryHub:
 
     def deliver(self, sender: str, topic: str, data: bytes) -> None:
         for member in self.members.values():
-            if member.peer_id != sender and member.up and topic in member.topics \
-                    and sender not in member.blocked:
+            if member.peer_id != sender and member.up and topic in member.topics and sender not in member.blocked:
                 now = time.time()
                 member.inbox.put(Delivery(topic, data, sender, now, now))
 
@@ -121,13 +120,25 @@ class InMemoryTransport:
         return True
 
 
-# ---- libp2p through the sidecar ---------------------------------------------------------------------------------------
+# ---- libp2p through the sidecar
+# ---------------------------------------------------------------------------------------
 class Libp2pTransport:
     """py-libp2p in a child process (its own venv: trio and libp2p's pins stay out of the persona's)."""
 
-    def __init__(self, python: str, *, listen: str, bootstrap: list[str], interests: list[str],
-                 ready_timeout: float = 30.0, dht: bool = True, mdns: bool = False, min_trust: float = -0.5,
-                 relay_min_trust: float = -0.2, adaptive_gossip: bool = False) -> None:
+    def __init__(
+        self,
+        python: str,
+        *,
+        listen: str,
+        bootstrap: list[str],
+        interests: list[str],
+        ready_timeout: float = 30.0,
+        dht: bool = True,
+        mdns: bool = False,
+        min_trust: float = -0.5,
+        relay_min_trust: float = -0.2,
+        adaptive_gossip: bool = False,
+    ) -> None:
         self.python = str(Path(python).expanduser())
         self.listen, self.bootstrap, self.interests = listen, list(bootstrap), list(interests) or ["anima"]
         self.ready_timeout = ready_timeout
@@ -146,10 +157,18 @@ class Libp2pTransport:
 
     @classmethod
     def from_settings(cls, mesh: MeshSettings) -> Libp2pTransport:
-        return cls(mesh.sidecar_python, listen=mesh.listen, bootstrap=mesh.bootstrap,
-                   interests=mesh.interests or ["anima"], dht=mesh.dht, mdns=mesh.mdns, min_trust=mesh.min_trust,
-                   relay_min_trust=mesh.relay_min_trust, adaptive_gossip=mesh.adaptive_gossip,
-                   ready_timeout=mesh.start_timeout_s)
+        return cls(
+            mesh.sidecar_python,
+            listen=mesh.listen,
+            bootstrap=mesh.bootstrap,
+            interests=mesh.interests or ["anima"],
+            dht=mesh.dht,
+            mdns=mesh.mdns,
+            min_trust=mesh.min_trust,
+            relay_min_trust=mesh.relay_min_trust,
+            adaptive_gossip=mesh.adaptive_gossip,
+            ready_timeout=mesh.start_timeout_s,
+        )
 
     def start(self) -> None:
         if not Path(self.python).exists():
@@ -168,14 +187,17 @@ class Libp2pTransport:
             args.append("--adaptive-gossip")
         self._ready.clear()
         self._peers = []
-        self._process = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self._process = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1
+        )
         assert self._process.stdout is not None and self._process.stdin is not None
         self._outbox = queue.Queue(maxsize=OUTBOX_LINES)
-        threading.Thread(target=self._read, args=(self._process.stdout, self._process), name="mesh-sidecar",
-                         daemon=True).start()
-        threading.Thread(target=self._write, args=(self._process.stdin, self._outbox), name="mesh-sidecar-in",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._read, args=(self._process.stdout, self._process), name="mesh-sidecar", daemon=True
+        ).start()
+        threading.Thread(
+            target=self._write, args=(self._process.stdin, self._outbox), name="mesh-sidecar-in", daemon=True
+        ).start()
         if not self._ready.wait(self.ready_timeout):
             self.stop()
             raise TransportError(f"the libp2p sidecar did not start within {self.ready_timeout}s")
@@ -195,8 +217,15 @@ class Libp2pTransport:
             self.peer_id, self._addresses = str(event["peer_id"]), list(event["addrs"])
             self._ready.set()
         elif kind == "message":
-            self._inbox.put(Delivery(str(event["topic"]), base64.b64decode(event["data"]), str(event["from"]),
-                                     float(event.get("at") or 0.0), time.time()))
+            self._inbox.put(
+                Delivery(
+                    str(event["topic"]),
+                    base64.b64decode(event["data"]),
+                    str(event["from"]),
+                    float(event.get("at") or 0.0),
+                    time.time(),
+                )
+            )
         elif kind == "peers":
             self._peers = list(event["ids"])
         elif kind == "trusted":
@@ -226,8 +255,9 @@ class Libp2pTransport:
         try:
             self._outbox.put_nowait(json.dumps(command) + "\n")
         except queue.Full:
-            raise TransportError(f"the libp2p sidecar has not taken its last {OUTBOX_LINES} commands (stalled)") \
-                from None
+            raise TransportError(
+                f"the libp2p sidecar has not taken its last {OUTBOX_LINES} commands (stalled)"
+            ) from None
 
     def subscribe(self, topic: str) -> None:
         self._send({"op": "subscribe", "topic": topic})
@@ -288,5 +318,13 @@ def wait_for(condition: Any, timeout: float, every: float = 0.05) -> bool:
     return bool(condition())
 
 
-__all__ = ["SIDECAR", "Delivery", "InMemoryHub", "InMemoryTransport", "Libp2pTransport", "Transport",
-           "TransportError", "wait_for"]
+__all__ = [
+    "SIDECAR",
+    "Delivery",
+    "InMemoryHub",
+    "InMemoryTransport",
+    "Libp2pTransport",
+    "Transport",
+    "TransportError",
+    "wait_for",
+]

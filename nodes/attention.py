@@ -34,6 +34,7 @@ T = TypeVar("T")
 def waiting(services: Any, exclude: Collection[int] = (), tick: tuple[str, int] | None = None) -> bool:
     """Whether a human's note waits (unread, and not one of `exclude`). With `tick` (thread, tick number), the
     answer is shared by the tick's steps that ask within the same FRESH_S (one query for several quick steps)."""
+
     def look() -> bool:
         with services.db.reading() as repos:
             return bool(services.managers.over(repos).conversation.waiting(exclude))
@@ -79,8 +80,14 @@ def cut_when_a_human_writes(services: Any, exclude: Collection[int] = ()) -> Ite
         watcher.join(timeout=POLL_S * 8)
 
 
-def side_call(services: Any, exclude: Collection[int], call: Callable[[], T], skipped: T, what: str,
-              tick: tuple[str, int] | None = None) -> T:
+def side_call(
+    services: Any,
+    exclude: Collection[int],
+    call: Callable[[], T],
+    skipped: T,
+    what: str,
+    tick: tuple[str, int] | None = None,
+) -> T:
     """`call()` (which asks a model) unless a human waits; cut if one writes meanwhile — then `skipped`."""
     if waiting(services, exclude, tick):
         log.info("%s not asked: a human's note waits", what)

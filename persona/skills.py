@@ -66,8 +66,13 @@ def parse_skill(path: Path) -> Skill:
     invocation = str(meta.get("invocation") or "auto").strip().lower()
     if invocation not in INVOCATIONS:
         raise SkillError(f"{path}:2: field 'invocation' must be one of {', '.join(INVOCATIONS)}, got {invocation!r}")
-    return Skill(name=str(meta["name"]).strip(), description=" ".join(str(meta["description"]).split()),
-                 invocation=invocation, body="\n".join(lines[end + 1:]), path=path)
+    return Skill(
+        name=str(meta["name"]).strip(),
+        description=" ".join(str(meta["description"]).split()),
+        invocation=invocation,
+        body="\n".join(lines[end + 1 :]),
+        path=path,
+    )
 
 
 def load_skills(directories: list[Path]) -> tuple[list[Skill], list[str]]:
@@ -102,7 +107,8 @@ def skills_block(skills: list[Skill], brief: bool = False) -> str:
     if brief:
         return "# My skills (skills.read gives one in full)\n" + "\n".join(
             f"- {s.name}: {s.description}" + (" (only when asked for it)" if s.invocation == "manual" else "")
-            for s in skills)
+            for s in skills
+        )
     auto = [s.render() for s in skills if s.invocation == "auto"]
     manual = [s.render() for s in skills if s.invocation == "manual"]
     parts = ["# My skills"] + auto

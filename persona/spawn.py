@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from memory import Database
 from memory.repositories.transfer import copy_memory, holds_memory
@@ -48,9 +49,17 @@ class SpawnReport:
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "mode": self.mode, "persona_dir": self.persona_dir, "database": self.database,
-                "parent": self.parent, "rows": self.rows, "rows_total": sum(self.rows.values()),
-                "vectors": self.vectors, "notes": self.notes}
+        return {
+            "name": self.name,
+            "mode": self.mode,
+            "persona_dir": self.persona_dir,
+            "database": self.database,
+            "parent": self.parent,
+            "rows": self.rows,
+            "rows_total": sum(self.rows.values()),
+            "vectors": self.vectors,
+            "notes": self.notes,
+        }
 
 
 def _rename(path: Path, old: str, new: str) -> None:
@@ -109,9 +118,19 @@ def copy_vectors(parent_index: Any, child_index: Any, page: int = 2000) -> int:
     return copied
 
 
-def spawn(name: str, mode: str, *, parent_dir: Path, parent_db: Database, child_dir: Path, child_db: Database,
-          now: datetime, parent_index: Any = None, child_index: Any = None,
-          progress: Callable[[str], None] | None = None) -> SpawnReport:
+def spawn(
+    name: str,
+    mode: str,
+    *,
+    parent_dir: Path,
+    parent_db: Database,
+    child_dir: Path,
+    child_db: Database,
+    now: datetime,
+    parent_index: Any = None,
+    child_index: Any = None,
+    progress: Callable[[str], None] | None = None,
+) -> SpawnReport:
     """Make the child (see the module doc). `child_db` is the child's database, new and empty; with both indexes a
     clone's vectors are copied."""
     say = progress or (lambda _: None)
@@ -122,20 +141,30 @@ def spawn(name: str, mode: str, *, parent_dir: Path, parent_db: Database, child_
         raise SpawnError(f"{child_dir} exists already; nothing was changed")
     with child_db.session() as session:
         if holds_memory(session):
-            raise SpawnError(f"the child's database ({child_db.url}) holds a persona's memory already; nothing was changed")
+            raise SpawnError(
+                f"the child's database ({child_db.url}) holds a persona's memory already; nothing was changed"
+            )
     try:
         parent_name = spawn_files(parent_dir, child_dir, name, mode)
     except (PersonaError, OSError) as exc:
         shutil.rmtree(child_dir, ignore_errors=True)
         raise SpawnError(f"the child's persona files: {exc}") from exc
     say(f"persona files copied to {child_dir}")
-    lineage = {"name": parent_name, "persona_dir": str(Path(parent_dir).resolve()), "database": parent_db.url,
-               "mode": mode, "spawned_at": now.isoformat()}
-    report = SpawnReport(name=name, mode=mode, persona_dir=str(child_dir.resolve()), database=child_db.url, parent=lineage)
+    lineage = {
+        "name": parent_name,
+        "persona_dir": str(Path(parent_dir).resolve()),
+        "database": parent_db.url,
+        "mode": mode,
+        "spawned_at": now.isoformat(),
+    }
+    report = SpawnReport(
+        name=name, mode=mode, persona_dir=str(child_dir.resolve()), database=child_db.url, parent=lineage
+    )
     try:
         with parent_db.session() as source, child_db.unit() as repos:
-            report.rows = copy_memory(source, repos.session, mode,
-                                      lambda table, n: say(f"{table}: {n} row(s)") if n else None)
+            report.rows = copy_memory(
+                source, repos.session, mode, lambda table, n: say(f"{table}: {n} row(s)") if n else None
+            )
             repos.config.lineage_parent = lineage
             repos.config.persona_dir = str(child_dir.resolve())
         if mode == "clone" and parent_index is not None and child_index is not None:
@@ -145,8 +174,15 @@ def spawn(name: str, mode: str, *, parent_dir: Path, parent_db: Database, child_
             report.notes.append(f"{report.rows['memory_items']} memories are embedded again on the child's first run")
         with parent_db.unit() as repos:
             children = repos.config.lineage_children
-            children.append({"name": name, "mode": mode, "persona_dir": report.persona_dir, "database": child_db.url,
-                             "spawned_at": now.isoformat()})
+            children.append(
+                {
+                    "name": name,
+                    "mode": mode,
+                    "persona_dir": report.persona_dir,
+                    "database": child_db.url,
+                    "spawned_at": now.isoformat(),
+                }
+            )
             repos.config.lineage_children = children
     except Exception:
         shutil.rmtree(child_dir, ignore_errors=True)
@@ -161,8 +197,9 @@ class Places:
     db_url: str | None  # None: SQLite in data_dir
 
 
-def default_places(name: str, parent_dir: Path, parent_data_dir: Path, parent_db: Database, *,
-                   create_database: bool = True) -> Places:
+def default_places(
+    name: str, parent_dir: Path, parent_data_dir: Path, parent_db: Database, *, create_database: bool = True
+) -> Places:
     """Where a child goes when nobody says: its persona directory beside the parent's (under `personas/` when the
     parent is the shipped persona), its data dir beside the parent's (`data` → `data-mira`), and on PostgreSQL a
     new database beside the parent's (`anima` → `anima_mira`; created here unless `create_database` is False)."""

@@ -70,10 +70,14 @@ def reply_prompt(name: str, identity: str, notes: list[str], thought: str = "") 
     human = i18n.text(REPLY_HUMAN, language)
     lines = [f"{human}: {q}\n{name}: {a.format(name=name)}\n\n" for q, a in examples]
     lines += [f"{human}: {' '.join(earlier.split())}\n" for earlier in notes[:-1]]
-    thinking = (i18n.text(REPLY_THINKING, language).format(name=name, thought=_short(thought))
-                if thought and is_prose(thought) else "")
-    return i18n.text(REPLY_PROMPT, language).format(name=name, nature=nature_of(identity), thinking=thinking, examples="".join(lines),
-                               note=" ".join(note.split()))
+    thinking = (
+        i18n.text(REPLY_THINKING, language).format(name=name, thought=_short(thought))
+        if thought and is_prose(thought)
+        else ""
+    )
+    return i18n.text(REPLY_PROMPT, language).format(
+        name=name, nature=nature_of(identity), thinking=thinking, examples="".join(lines), note=" ".join(note.split())
+    )
 
 
 def parse_reply(text: str) -> str | None:

@@ -21,7 +21,6 @@ from typing import Any
 
 import yaml
 
-
 MAX_NODES = 100_000  # values a document may hold once its aliases are expanded; a playbook holds a few thousand
 MAX_DEPTH = 100  # nesting; settings nest five deep, playbooks about ten
 
@@ -43,8 +42,9 @@ def read_text(path: str | Path) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise UnreadableFile(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
-                             "save it as UTF-8") from None
+        raise UnreadableFile(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+        ) from None
     except OSError as exc:
         raise UnreadableFile(f"{path}: cannot read it ({exc.strerror})") from None
 
@@ -76,8 +76,9 @@ class _Loader(yaml.SafeLoader):
             shown = _shown(node.value) if isinstance(node, yaml.ScalarNode) else "this value"
             tag = node.tag.removeprefix("tag:yaml.org,2002:")
             why = str(exc).split(";")[0]  # a long integer's message goes on to how to lift the limit
-            raise yaml.constructor.ConstructorError(None, None, f"{shown} cannot be read as !!{tag} ({why})",
-                                                    node.start_mark) from None
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{shown} cannot be read as !!{tag} ({why})", node.start_mark
+            ) from None
 
 
 def _shown(text: str) -> str:

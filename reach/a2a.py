@@ -37,8 +37,11 @@ CARD_TEXT = 300
 
 def card_summary(card: Any) -> dict[str, Any]:
     """What an agent's card says it offers, bounded: its name, description and its skills' names."""
-    return {"agent": str(card.name)[:CARD_TEXT], "description": str(card.description)[:CARD_TEXT],
-            "skills": [str(skill.name or skill.id)[:80] for skill in list(card.skills)[:CARD_SKILLS]]}
+    return {
+        "agent": str(card.name)[:CARD_TEXT],
+        "description": str(card.description)[:CARD_TEXT],
+        "skills": [str(skill.name or skill.id)[:80] for skill in list(card.skills)[:CARD_SKILLS]],
+    }
 
 
 def card_base(url: str) -> str:
@@ -47,8 +50,15 @@ def card_base(url: str) -> str:
     return url[: -len(CARD_PATH)] if url.endswith(CARD_PATH) else url
 
 
-async def send_text(url: str, text: str, *, metadata: Mapping[str, Any] | None = None, token: str | None = None,
-                    timeout_s: float = 60.0, message_id: str | None = None) -> A2AReply:
+async def send_text(
+    url: str,
+    text: str,
+    *,
+    metadata: Mapping[str, Any] | None = None,
+    token: str | None = None,
+    timeout_s: float = 60.0,
+    message_id: str | None = None,
+) -> A2AReply:
     """Send `text` to the agent at `url` (its base URL or card URL) and wait up to `timeout_s` for its answer."""
     import httpx
     from a2a.client import A2ACardResolver, A2AClientError, ClientConfig, create_client
@@ -56,8 +66,9 @@ async def send_text(url: str, text: str, *, metadata: Mapping[str, Any] | None =
     from a2a.types import Role, SendMessageRequest, TaskState
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
-                                 headers=headers) as http:
+    async with httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)), headers=headers
+    ) as http:
         try:
             card = await A2ACardResolver(http, card_base(url)).get_agent_card()
             client = await create_client(card, client_config=ClientConfig(streaming=False, httpx_client=http))

@@ -12,8 +12,14 @@ import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-CHROMIUM_FLAGS = ("--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync", "--no-first-run")
+CHROMIUM_FLAGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
 
 
 class BrowserError(RuntimeError):
@@ -41,8 +47,9 @@ def _read(url: str, executable: str, timeout_s: float, max_chars: int) -> PageTe
 
     try:
         with sync_playwright() as driver:
-            browser = driver.chromium.launch(executable_path=executable, headless=True, args=list(CHROMIUM_FLAGS),
-                                             timeout=timeout_s * 1000)
+            browser = driver.chromium.launch(
+                executable_path=executable, headless=True, args=list(CHROMIUM_FLAGS), timeout=timeout_s * 1000
+            )
             try:
                 context = browser.new_context(java_script_enabled=True, accept_downloads=False)
                 page = context.new_page()
@@ -63,8 +70,9 @@ def _read(url: str, executable: str, timeout_s: float, max_chars: int) -> PageTe
     return PageText(url=final, title=str(title)[:300], text=text[:max_chars], truncated=len(text) > max_chars)
 
 
-def read_page(url: str, *, executable: str = "/usr/bin/chromium", timeout_s: float = 20.0,
-              max_chars: int = 8000) -> PageText:
+def read_page(
+    url: str, *, executable: str = "/usr/bin/chromium", timeout_s: float = 20.0, max_chars: int = 8000
+) -> PageText:
     """The page's title and visible text once its scripts ran (BrowserError when it cannot be read)."""
     url = check_url(url)
     result: list[PageText] = []

@@ -58,19 +58,38 @@ def parse(body: bytes, *, max_items: int = 20) -> Fetched:
     parsed = feedparser.parse(body)
     if parsed.bozo and not parsed.entries:
         raise FeedError(f"not an RSS or Atom feed ({type(parsed.get('bozo_exception')).__name__})")
-    items = [FeedItem(guid=_guid(e), title=plain(e.get("title", "")) or "(untitled)", link=e.get("link", ""),
-                      summary=plain(e.get("summary", "") or e.get("description", "")),
-                      published=e.get("published") or e.get("updated")) for e in parsed.entries[:max_items]]
+    items = [
+        FeedItem(
+            guid=_guid(e),
+            title=plain(e.get("title", "")) or "(untitled)",
+            link=e.get("link", ""),
+            summary=plain(e.get("summary", "") or e.get("description", "")),
+            published=e.get("published") or e.get("updated"),
+        )
+        for e in parsed.entries[:max_items]
+    ]
     return Fetched(title=plain(parsed.feed.get("title", "")) or "a feed", items=items)
 
 
-def fetch(url: str, *, etag: str | None = None, modified: str | None = None, timeout_s: float = 20,
-          max_bytes: int = 2_000_000, max_items: int = 20) -> Fetched:
-    headers = {"User-Agent": USER_AGENT, **({"If-None-Match": etag} if etag else {}),
-               **({"If-Modified-Since": modified} if modified else {})}
+def fetch(
+    url: str,
+    *,
+    etag: str | None = None,
+    modified: str | None = None,
+    timeout_s: float = 20,
+    max_bytes: int = 2_000_000,
+    max_items: int = 20,
+) -> Fetched:
+    headers = {
+        "User-Agent": USER_AGENT,
+        **({"If-None-Match": etag} if etag else {}),
+        **({"If-Modified-Since": modified} if modified else {}),
+    }
     try:
-        with httpx.Client(timeout=timeout_s, follow_redirects=True) as client, \
-                client.stream("GET", url, headers=headers) as response:
+        with (
+            httpx.Client(timeout=timeout_s, follow_redirects=True) as client,
+            client.stream("GET", url, headers=headers) as response,
+        ):
             if response.status_code == 304:
                 return Fetched(title="", not_modified=True, etag=etag, modified=modified)
             response.raise_for_status()

@@ -11,7 +11,7 @@ virtualenv is needed, no subprocess or shell is started with a model's arguments
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,7 +35,7 @@ class CommitInfo:
     message: str
 
     def line(self) -> str:
-        return f"{self.id[:10]} {self.at:%Y-%m-%d %H:%M} {self.author}: {self.message.splitlines()[0] if self.message else ''}"
+        return f"{self.id[:10]} {self.at:%Y-%m-%d %H:%M} {self.author}: {self.message.splitlines()[0] if self.message else ''}"  # noqa: E501
 
 
 def _repo(path: str | Path) -> Repo:
@@ -49,9 +49,12 @@ def _repo(path: str | Path) -> Repo:
 
 
 def _info(commit: Commit) -> CommitInfo:
-    return CommitInfo(id=commit.id.decode("ascii"), author=commit.author.decode("utf-8", "replace").split(" <")[0],
-                      at=datetime.fromtimestamp(commit.commit_time, timezone.utc),
-                      message=commit.message.decode("utf-8", "replace").strip())
+    return CommitInfo(
+        id=commit.id.decode("ascii"),
+        author=commit.author.decode("utf-8", "replace").split(" <")[0],
+        at=datetime.fromtimestamp(commit.commit_time, UTC),
+        message=commit.message.decode("utf-8", "replace").strip(),
+    )
 
 
 def _commit(repo: Repo, rev: str | None) -> Commit:
@@ -108,10 +111,13 @@ def show(path: str | Path, rev: str | None = None, max_chars: int = MAX_CHARS) -
         commit = _commit(repo, rev)
         first_parent = repo[commit.parents[0]] if commit.parents else None
         parent = first_parent.tree if isinstance(first_parent, Commit) else None
-        changes = [f"{c.type} {_path(c.new) or _path(c.old)}" for c in tree_changes(repo.object_store, parent, commit.tree)]
+        changes = [
+            f"{c.type} {_path(c.new) or _path(c.old)}" for c in tree_changes(repo.object_store, parent, commit.tree)
+        ]
         info = _info(commit)
-        text = f"commit {info.id}\n{info.author} at {info.at:%Y-%m-%d %H:%M:%S} UTC\n\n{info.message}\n\n" + \
-            "\n".join(changes)
+        text = f"commit {info.id}\n{info.author} at {info.at:%Y-%m-%d %H:%M:%S} UTC\n\n{info.message}\n\n" + "\n".join(
+            changes
+        )
         return text[:max_chars]
     finally:
         repo.close()

@@ -50,8 +50,13 @@ class ServerSpec:
         server its command and an http one its url)."""
         if self.transport == "stdio":
             assert self.command is not None
-            return {"transport": "stdio", "command": self.command, "args": list(self.args),
-                    "env": dict(self.env) or None, "cwd": self.cwd}
+            return {
+                "transport": "stdio",
+                "command": self.command,
+                "args": list(self.args),
+                "env": dict(self.env) or None,
+                "cwd": self.cwd,
+            }
         assert self.url is not None
         http: StreamableHttpConnection = {"transport": "streamable_http", "url": self.url}
         if self.headers:
@@ -68,8 +73,9 @@ class ToolInfo:
     def line(self) -> str:
         props = self.arguments.get("properties") or {}
         required = set(self.arguments.get("required") or [])
-        args = ", ".join(f"{name}{'*' if name in required else ''}: {spec.get('type', 'any')}"
-                         for name, spec in props.items())
+        args = ", ".join(
+            f"{name}{'*' if name in required else ''}: {spec.get('type', 'any')}" for name, spec in props.items()
+        )
         return f"{self.name}({args}) — {' '.join(self.description.split())[:300]}"
 
 

@@ -22,7 +22,7 @@ def run_with_timeout(make: Callable[[], Awaitable[T]], timeout_s: float, what: s
     async def bounded() -> T:
         try:
             return await asyncio.wait_for(make(), timeout_s)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             raise ReachTimeout(f"{what}: no answer within {timeout_s:g} s") from None
 
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="anima-reach") as pool:

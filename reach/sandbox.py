@@ -41,11 +41,31 @@ JAIL_SHM_BYTES = 16 * 1024 * 1024  # its /dev/shm
 INSTALL_HINT = "scripts need bubblewrap: apt-get install bubblewrap"
 PROBE_TIMEOUT_S = 15.0
 # /etc as far as a program needs it; nothing in these is a secret
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone", "nsswitch.conf", "passwd", "group",
-             "alternatives", "mime.types", "os-release")
+ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "nsswitch.conf",
+    "passwd",
+    "group",
+    "alternatives",
+    "mime.types",
+    "os-release",
+)
 # with the network: names and certificates too
-ETC_NETWORK = ("resolv.conf", "hosts", "host.conf", "gai.conf", "ssl", "ca-certificates", "ca-certificates.conf",
-               "pki", "crypto-policies")
+ETC_NETWORK = (
+    "resolv.conf",
+    "hosts",
+    "host.conf",
+    "gai.conf",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "pki",
+    "crypto-policies",
+)
 TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")  # links into /usr, or directories of their own
 
 
@@ -69,8 +89,15 @@ class Outcome:
 
 
 def environment(workdir: Path | str) -> dict[str, str]:
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONIOENCODING": "utf-8"}
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(workdir),
+        "TMPDIR": str(workdir),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONIOENCODING": "utf-8",
+    }
 
 
 # Sets the limits, then becomes the script (exec): a launcher process rather than preexec_fn, which is not safe in a
@@ -88,8 +115,16 @@ os.execv(sys.argv[5], sys.argv[5:])
 
 
 def _launcher(python: str, limits: Limits) -> list[str]:
-    return [python, "-I", "-c", LAUNCHER, str(limits.memory_mb * 1024 * 1024), str(int(limits.timeout_s) + 1),
-            str(MAX_FILE_BYTES), str(MAX_OPEN_FILES)]
+    return [
+        python,
+        "-I",
+        "-c",
+        LAUNCHER,
+        str(limits.memory_mb * 1024 * 1024),
+        str(int(limits.timeout_s) + 1),
+        str(MAX_FILE_BYTES),
+        str(MAX_OPEN_FILES),
+    ]
 
 
 def _command(language: str, python: str) -> list[str]:
@@ -121,16 +156,29 @@ def _ro_paths() -> list[Path]:
         return []
     home = Path(os.path.realpath(os.path.expanduser("~")))
     if prefix == Path("/") or home.is_relative_to(prefix) or len(prefix.parts) < 3:
-        raise JailUnavailable(f"the Python interpreter's prefix {prefix} is too broad to show a jailed script "
-                              f"(it holds {home} or the whole system); run anima from a Python installed elsewhere")
+        raise JailUnavailable(
+            f"the Python interpreter's prefix {prefix} is too broad to show a jailed script "
+            f"(it holds {home} or the whole system); run anima from a Python installed elsewhere"
+        )
     return [prefix]
 
 
 def jail_args(workdir: Path, network: bool) -> list[str]:
     """bwrap's options for a script whose working directory is `workdir` (then the command)."""
-    args = ["--unshare-all", *(["--share-net"] if network else []), "--unshare-user", *_optional("--disable-userns"),
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
-            "--ro-bind", "/usr", "/usr"]
+    args = [
+        "--unshare-all",
+        *(["--share-net"] if network else []),
+        "--unshare-user",
+        *_optional("--disable-userns"),
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
     for name in TOP_LEVEL:
         path = Path("/") / name
         if path.is_symlink():
@@ -141,12 +189,32 @@ def jail_args(workdir: Path, network: bool) -> list[str]:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     for path in _ro_paths():
         if Path(os.path.realpath(workdir)).is_relative_to(path):
-            raise JailUnavailable(f"the working directory {workdir} is inside the Python prefix {path}, which the "
-                                  f"jail shows read-only: put the data dir elsewhere")
+            raise JailUnavailable(
+                f"the working directory {workdir} is inside the Python prefix {path}, which the "
+                f"jail shows read-only: put the data dir elsewhere"
+            )
         args += ["--ro-bind", str(path), str(path)]
-    args += ["--proc", "/proc", "--dev", "/dev", *_sized(JAIL_SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-             *_sized(JAIL_TMP_BYTES), "--tmpfs", "/tmp", "--bind", str(workdir), JAIL_WORKDIR, "--chdir", JAIL_WORKDIR,
-             "--remount-ro", "/"]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        *_sized(JAIL_SHM_BYTES),
+        "--tmpfs",
+        "/dev/shm",
+        "--remount-ro",
+        "/dev",
+        *_sized(JAIL_TMP_BYTES),
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        str(workdir),
+        JAIL_WORKDIR,
+        "--chdir",
+        JAIL_WORKDIR,
+        "--remount-ro",
+        "/",
+    ]
     for key, value in environment(JAIL_WORKDIR).items():
         args += ["--setenv", key, value]
     return args
@@ -160,8 +228,13 @@ _probe_lock = threading.Lock()
 def _bwrap_help(binary: str) -> str:
     if binary not in _options:
         try:
-            done = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
-                                  env={"PATH": "/usr/bin:/bin"})
+            done = subprocess.run(
+                [binary, "--help"],
+                capture_output=True,
+                text=True,
+                timeout=PROBE_TIMEOUT_S,
+                env={"PATH": "/usr/bin:/bin"},
+            )
             _options[binary] = done.stdout + done.stderr
         except (OSError, subprocess.SubprocessError):
             _options[binary] = ""
@@ -191,25 +264,40 @@ def jail_problem() -> str | None:
 def _probe(binary: str) -> str | None:
     try:
         with tempfile.TemporaryDirectory(prefix="anima-jail-probe-") as scratch:
-            done = subprocess.run([binary, *jail_args(Path(scratch), network=False), "/bin/true"], capture_output=True,
-                                  text=True, timeout=PROBE_TIMEOUT_S, env={"PATH": "/usr/bin:/bin"},
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                [binary, *jail_args(Path(scratch), network=False), "/bin/true"],
+                capture_output=True,
+                text=True,
+                timeout=PROBE_TIMEOUT_S,
+                env={"PATH": "/usr/bin:/bin"},
+                stdin=subprocess.DEVNULL,
+            )
     except JailUnavailable as exc:
         return str(exc)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{INSTALL_HINT} ({binary} could not run: {exc})"
     if done.returncode != 0:
         reason = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
-        return (f"scripts need a bubblewrap jail, and {binary} cannot make one here ({reason[0]}): namespaces may be "
-                f"disabled (kernel.unprivileged_userns_clone, or a container without them)")
+        return (
+            f"scripts need a bubblewrap jail, and {binary} cannot make one here ({reason[0]}): namespaces may be "
+            f"disabled (kernel.unprivileged_userns_clone, or a container without them)"
+        )
     return None
 
 
 # -- running -----------------------------------------------------------------------------------------------------
 
 
-def start(language: str, code: str, args: list[str], workdir: Path, limits: Limits, *, network: bool = False,
-          jail: str = "bwrap") -> subprocess.Popen[bytes]:
+def start(
+    language: str,
+    code: str,
+    args: list[str],
+    workdir: Path,
+    limits: Limits,
+    *,
+    network: bool = False,
+    jail: str = "bwrap",
+) -> subprocess.Popen[bytes]:
     """Write the script into `workdir` and start it, jailed (`jail="bwrap"`; `network` lets it use the machine's
     network) or not (`jail="none"`, the operator's explicit choice); the returned process leads its own process
     group. Raises JailUnavailable, before anything is written, when the jail cannot run."""
@@ -222,22 +310,40 @@ def start(language: str, code: str, args: list[str], workdir: Path, limits: Limi
         if problem is not None:
             raise JailUnavailable(problem)
     else:
-        log.warning("scripts run WITHOUT a jail (scripts.jail: none): %s can write wherever this user can and reach "
-                    "the network", workdir)
+        log.warning(
+            "scripts run WITHOUT a jail (scripts.jail: none): %s can write wherever this user can and reach "
+            "the network",
+            workdir,
+        )
     workdir.mkdir(parents=True, exist_ok=True)
     name = LANGUAGES[language]
     (workdir / name).write_text(code, encoding="utf-8")
     if jail == "bwrap":
         python, _ = interpreter()
-        argv = [shutil.which(BWRAP) or BWRAP, *jail_args(workdir, network), "--",
-                *_launcher(python, limits), *_command(language, python), name, *args]
+        argv = [
+            shutil.which(BWRAP) or BWRAP,
+            *jail_args(workdir, network),
+            "--",
+            *_launcher(python, limits),
+            *_command(language, python),
+            name,
+            *args,
+        ]
         env = {"PATH": "/usr/bin:/bin"}
     else:
         argv = [*_launcher(sys.executable, limits), *_command(language, sys.executable), name, *args]
         env = environment(workdir)
     with open(workdir / OUTPUT_FILE, "wb") as output:
-        proc = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
     proc.jailed = jail == "bwrap"  # type: ignore[attr-defined]  # bwrap reports a signal as 128 + its number
     return proc
 
@@ -278,8 +384,12 @@ def _signal_of(proc: subprocess.Popen[bytes]) -> int | None:
     code = proc.returncode
     if code is not None and code < 0:
         return -code
-    if getattr(proc, "jailed", False) and code is not None and code > 128 and \
-            code - 128 in (signal.SIGKILL, signal.SIGTERM, signal.SIGXCPU):
+    if (
+        getattr(proc, "jailed", False)
+        and code is not None
+        and code > 128
+        and code - 128 in (signal.SIGKILL, signal.SIGTERM, signal.SIGXCPU)
+    ):
         return code - 128
     return None
 

@@ -50,18 +50,24 @@ def parse_results(raw: str, max_results: int) -> SearchAnswer:
         return SearchAnswer([], raw.strip())
     rows = data
     if isinstance(data, dict):
-        rows = next((data[k] for k in ("results", "items", "data", "organic_results") if isinstance(data.get(k), list)),
-                    None)
+        rows = next(
+            (data[k] for k in ("results", "items", "data", "organic_results") if isinstance(data.get(k), list)), None
+        )
     if not isinstance(rows, list):
         return SearchAnswer([], raw.strip())
     results = []
     for row in rows[:max_results]:
         if not isinstance(row, dict):
             continue
-        results.append(SearchResult(title=str(row.get("title") or row.get("name") or "(untitled)"),
-                                    url=str(row.get("url") or row.get("link") or row.get("href") or ""),
-                                    snippet=str(row.get("content") or row.get("snippet") or row.get("description")
-                                                or row.get("body") or "")))
+        results.append(
+            SearchResult(
+                title=str(row.get("title") or row.get("name") or "(untitled)"),
+                url=str(row.get("url") or row.get("link") or row.get("href") or ""),
+                snippet=str(
+                    row.get("content") or row.get("snippet") or row.get("description") or row.get("body") or ""
+                ),
+            )
+        )
     return SearchAnswer(results)
 
 
@@ -85,8 +91,16 @@ def _failure(url: str, exc: Exception) -> SearchError:
     return SearchError(f"search backend {url}: {type(exc).__name__}: {exc}"[:500])
 
 
-def search_http(url: str, query: str, *, query_param: str = "q", params: dict[str, str] | None = None,
-                api_key_env: str | None = None, max_results: int = 5, timeout_s: float = 20) -> SearchAnswer:
+def search_http(
+    url: str,
+    query: str,
+    *,
+    query_param: str = "q",
+    params: dict[str, str] | None = None,
+    api_key_env: str | None = None,
+    max_results: int = 5,
+    timeout_s: float = 20,
+) -> SearchAnswer:
     try:
         with httpx.Client(timeout=timeout_s, follow_redirects=True) as client:
             body = _body(client.get(url, params={**(params or {}), query_param: query}, headers=_headers(api_key_env)))
@@ -97,15 +111,20 @@ def search_http(url: str, query: str, *, query_param: str = "q", params: dict[st
     return parse_results(body, max_results)
 
 
-def search_openai(url: str, query: str, *, model: str, api_key_env: str | None = None, max_results: int = 5,
-                  timeout_s: float = 60) -> SearchAnswer:
+def search_openai(
+    url: str, query: str, *, model: str, api_key_env: str | None = None, max_results: int = 5, timeout_s: float = 60
+) -> SearchAnswer:
     """Ask an OpenAI-compatible server's model (one that searches the web) for `query`; its answer is prose."""
-    prompt = (f"Search the web for: {query}\nAnswer with at most {max_results} findings, each with its source URL.")
+    prompt = f"Search the web for: {query}\nAnswer with at most {max_results} findings, each with its source URL."
     try:
         with httpx.Client(timeout=timeout_s) as client:
-            body = _body(client.post(url.rstrip("/") + "/chat/completions", headers=_headers(api_key_env),
-                                     json={"model": model, "messages": [{"role": "user", "content": prompt}],
-                                           "max_tokens": 800}))
+            body = _body(
+                client.post(
+                    url.rstrip("/") + "/chat/completions",
+                    headers=_headers(api_key_env),
+                    json={"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": 800},
+                )
+            )
         text = json.loads(body)["choices"][0]["message"]["content"]
     except SearchError:
         raise
@@ -129,8 +148,9 @@ def command_argv(argv: list[str], query: str) -> list[str]:
     return [*argv, query]
 
 
-def search_command(argv: list[str], query: str, *, max_results: int = 5, timeout_s: float = 20,
-                   max_bytes: int = MAX_BYTES) -> SearchAnswer:
+def search_command(
+    argv: list[str], query: str, *, max_results: int = 5, timeout_s: float = 20, max_bytes: int = MAX_BYTES
+) -> SearchAnswer:
     """Run the search program (no shell, no stdin) and take its stdout as the results (JSON or text). It is killed
     past `timeout_s` or once it has written more than `max_bytes`; a non-zero exit is a SearchError with its stderr."""
     program = command_program(argv)
@@ -138,8 +158,12 @@ def search_command(argv: list[str], query: str, *, max_results: int = 5, timeout
         raise SearchError(f"search command {argv[0] if argv else '(none)'!r} is not installed")
     name = os.path.basename(program)
     try:
-        process = subprocess.Popen([program, *command_argv(argv, query)[1:]], stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            [program, *command_argv(argv, query)[1:]],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
     except OSError as exc:
         raise SearchError(f"search command {name}: {exc}"[:500]) from None
     out, err = bytearray(), bytearray()
@@ -148,14 +172,16 @@ def search_command(argv: list[str], query: str, *, max_results: int = 5, timeout
     def drain(stream: Any, into: bytearray, cap: int, stop_at_cap: bool) -> None:
         while chunk := stream.read1(65536):
             room = cap + 1 - len(into)
-            into.extend(chunk[:max(room, 0)])
+            into.extend(chunk[: max(room, 0)])
             if len(into) > cap and stop_at_cap:
                 overflow.set()
                 process.kill()
                 return
 
-    readers = [threading.Thread(target=drain, args=(process.stdout, out, max_bytes, True), daemon=True),
-               threading.Thread(target=drain, args=(process.stderr, err, 4000, False), daemon=True)]
+    readers = [
+        threading.Thread(target=drain, args=(process.stdout, out, max_bytes, True), daemon=True),
+        threading.Thread(target=drain, args=(process.stderr, err, 4000, False), daemon=True),
+    ]
     for reader in readers:
         reader.start()
     try:

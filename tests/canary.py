@@ -23,13 +23,15 @@ def _block(*commands: tuple[str, dict]) -> str:
 
 
 THOUGHTS = [
-    f"My neighbour {CANARY} brought figs; I keep that." + _block(
+    f"My neighbour {CANARY} brought figs; I keep that."
+    + _block(
         ("diary.add", {"text": f"Figs from {CANARY} today."}),
         ("llm_memory.add", {"text": f"{CANARY} likes the harbour at dawn", "title": "neighbours"}),
         ("search.web", {"query": f"{CANARY} figs"}),  # external: it waits for the owner, its arguments kept
-        ("memory.search", {"query": "figs"})),  # its result is a process row holding what it found
-    f"Thinking of {CANARY}'s figs and the knowledge base's note on them." + _block(
-        ("goals.add", {"title": f"Thank {CANARY} for the figs"})),
+        ("memory.search", {"query": "figs"}),
+    ),  # its result is a process row holding what it found
+    f"Thinking of {CANARY}'s figs and the knowledge base's note on them."
+    + _block(("goals.add", {"title": f"Thank {CANARY} for the figs"})),
     "A quiet thought about the tide.",
 ]
 
@@ -44,8 +46,9 @@ def plant(agent: Any, tmp_path: Path) -> None:
     deps = ManagerDeps(settings=agent.services.settings, clock=agent.services.clock)
     with agent.services.db.unit(actor="human") as repos:
         repos.notes.add(f"{CANARY} from next door grows figs by the harbour.", source="user")
-        Managers(repos, deps).memory.upload_kb("figs.md", f"# Figs\n\n{CANARY} grows figs by the harbour wall; "
-                                               "the figs ripen in August.\n".encode())
+        Managers(repos, deps).memory.upload_kb(
+            "figs.md", f"# Figs\n\n{CANARY} grows figs by the harbour wall; the figs ripen in August.\n".encode()
+        )
     agent.services.memory.sync(flush=True)
     journal = LiveJournal(agent.services.db, agent.thread_id, flush_every_s=0.01)
     try:
@@ -69,8 +72,10 @@ def tables_holding(db: Any, words: tuple[str, ...] = WORDS) -> dict[str, int]:
             where = " OR ".join(f"lower({cast.format(_q(c))}) LIKE :w{i}" for c in columns for i in range(len(words)))
             if not where:
                 continue
-            count = conn.execute(text(f"SELECT count(*) FROM {_q(table)} WHERE {where}"),
-                                 {f"w{i}": f"%{w}%" for i, w in enumerate(words)}).scalar()
+            count = conn.execute(
+                text(f"SELECT count(*) FROM {_q(table)} WHERE {where}"),
+                {f"w{i}": f"%{w}%" for i, w in enumerate(words)},
+            ).scalar()
             if count:
                 found[table] = int(count)
     return found
@@ -84,21 +89,38 @@ def full_text_hits(db: Any, words: tuple[str, ...] = WORDS) -> int:
     """Documents the full-text index finds for the words, by its own engine (FTS5 MATCH, or tsvector @@)."""
     with db.engine.connect() as conn:
         if db.is_postgres:
-            return int(conn.execute(text("SELECT count(*) FROM memory_fts WHERE document @@ to_tsquery('simple', :q)"),
-                                    {"q": " | ".join(words)}).scalar() or 0)
-        terms = conn.execute(text("SELECT count(*) FROM memory_fts_terms WHERE " +
-                                  " OR ".join(f"term LIKE :w{i}" for i in range(len(words)))),
-                             {f"w{i}": f"{w}%" for i, w in enumerate(words)}).scalar()
-        matched = conn.execute(text("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :q"),
-                               {"q": " OR ".join(words)}).scalar()
+            return int(
+                conn.execute(
+                    text("SELECT count(*) FROM memory_fts WHERE document @@ to_tsquery('simple', :q)"),
+                    {"q": " | ".join(words)},
+                ).scalar()
+                or 0
+            )
+        terms = conn.execute(
+            text(
+                "SELECT count(*) FROM memory_fts_terms WHERE "
+                + " OR ".join(f"term LIKE :w{i}" for i in range(len(words)))
+            ),
+            {f"w{i}": f"{w}%" for i, w in enumerate(words)},
+        ).scalar()
+        matched = conn.execute(
+            text("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH :q"), {"q": " OR ".join(words)}
+        ).scalar()
         return int(terms or 0) + int(matched or 0)
 
 
+# hnswlib (Chroma's vector index) writes each vector's unused neighbour slots from uninitialised heap memory, so
+# `data_level0.bin` can hold stray bytes of any text the process once held, record or not; Chroma's records are
+# searched through Chroma itself (`_chroma`), and docs/memory.md says what this leaves on disk.
+HNSW_SEGMENT_FILES = ("data_level0.bin", "link_lists.bin")
+
+
 def files_holding(folder: Path, words: tuple[str, ...] = WORDS) -> list[str]:
-    """Files under `folder` whose bytes hold one of the words (any case): what a grep of the disk finds."""
+    """Files under `folder` whose bytes hold one of the words (any case): what a grep of the disk finds (beside
+    Chroma's HNSW segment files, which are searched as records)."""
     found = []
     for path in sorted(folder.rglob("*")):
-        if path.is_file():
+        if path.is_file() and path.name not in HNSW_SEGMENT_FILES:
             data = path.read_bytes().lower()
             if any(w.encode() in data for w in words):
                 found.append(str(path.relative_to(folder)))
@@ -121,8 +143,22 @@ def checkpoint_blob_hits(db: Any, words: tuple[str, ...] = WORDS) -> int:
 
 # where the planting put the canary (what the ticks, the journal and the session write), checked before anonymising so
 # the search afterwards cannot pass by finding nothing to find
-PLANTED = {"notes", "messages", "memory_items", "memory_fts", "process_log", "approvals", "taints", "live_events",
-           "sessions", "diary_entries", "goals", "memory_history", "executed_commands", "audit_log"}
+PLANTED = {
+    "notes",
+    "messages",
+    "memory_items",
+    "memory_fts",
+    "process_log",
+    "approvals",
+    "taints",
+    "live_events",
+    "sessions",
+    "diary_entries",
+    "goals",
+    "memory_history",
+    "executed_commands",
+    "audit_log",
+}
 
 
 def _export(agent: Any) -> str:
@@ -167,7 +203,8 @@ def nowhere(agent: Any, tmp_path: Path) -> None:
     Chroma's records and a session export (which shows the placeholder instead)."""
     assert tables_holding(agent.services.db) == {}  # every table, by SQL
     assert full_text_hits(agent.services.db) == 0  # the full-text index, by its own engine
-    assert files_holding(tmp_path) == []  # every byte of the data dir: SQLite and its WAL, checkpoints, Chroma, KB
+    holding = files_holding(tmp_path)
+    assert holding == [], holding  # every byte of the data dir: SQLite and its WAL, checkpoints, Chroma, KB
     assert checkpoint_blob_hits(agent.services.db) == 0  # PostgreSQL's checkpoint blobs (bytea: read as bytes)
     documents, position, head = _chroma(agent)
     assert documents == [] and position == head  # Chroma keeps no text, and has every rewritten memory's new vector
@@ -175,5 +212,16 @@ def nowhere(agent: Any, tmp_path: Path) -> None:
     assert not any(w in exported.lower() for w in WORDS) and "[NAME_" in exported
 
 
-__all__ = ["CANARY", "PLANTED", "THOUGHTS", "WORDS", "checkpoint_blob_hits", "files_holding", "full_text_hits", "nowhere",
-           "plant", "planted", "tables_holding"]
+__all__ = [
+    "CANARY",
+    "PLANTED",
+    "THOUGHTS",
+    "WORDS",
+    "checkpoint_blob_hits",
+    "files_holding",
+    "full_text_hits",
+    "nowhere",
+    "plant",
+    "planted",
+    "tables_holding",
+]

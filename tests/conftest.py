@@ -20,24 +20,47 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from graph.agent import Agent, build_agent  # noqa: E402
 from graph.services import open_services  # noqa: E402
-from tests.fakes.llm import FakeLLM  # noqa: E402
-from tests.fakes.memory import HashEmbedder  # noqa: E402
 from persona import default_persona_dir  # noqa: E402
 from persona.settings import Overrides  # noqa: E402
+from tests.fakes.llm import FakeLLM  # noqa: E402
+from tests.fakes.memory import HashEmbedder  # noqa: E402
 
 
-def make_agent(tmp_path: Path, *fakes: FakeLLM, playbook: str = "repl", validators: tuple[str, ...] = (),
-               checkpointer="memory", trust: dict[str, float] | None = None, thread_id: str = "main",
-               **overrides) -> Agent:
+def make_agent(
+    tmp_path: Path,
+    *fakes: FakeLLM,
+    playbook: str = "repl",
+    validators: tuple[str, ...] = (),
+    checkpointer="memory",
+    trust: dict[str, float] | None = None,
+    thread_id: str = "main",
+    **overrides,
+) -> Agent:
     fakes = fakes or (FakeLLM("fake"),)
-    entries = [{"id": f.id, "provider": "fake", "priority": 100 - i, "is_validator": f.id in validators,
-                "trust_score": (trust or {}).get(f.id, 1.0)} for i, f in enumerate(fakes)]
+    entries = [
+        {
+            "id": f.id,
+            "provider": "fake",
+            "priority": 100 - i,
+            "is_validator": f.id in validators,
+            "trust_score": (trust or {}).get(f.id, 1.0),
+        }
+        for i, f in enumerate(fakes)
+    ]
     embedder = overrides.pop("embedder", None) or HashEmbedder()
     clock = overrides.pop("clock", None)
-    services = open_services(data_dir=str(tmp_path), embedded=False, providers={f.id: f for f in fakes}, entries=entries,
-                             embedder=embedder, **({"clock": clock} if clock else {}), **overrides)
-    return build_agent(playbook, services=services, data_dir=str(tmp_path), checkpointer=checkpointer,
-                       thread_id=thread_id)
+    services = open_services(
+        data_dir=str(tmp_path),
+        embedded=False,
+        providers={f.id: f for f in fakes},
+        entries=entries,
+        embedder=embedder,
+        **({"clock": clock} if clock else {}),
+        **overrides,
+    )
+    return build_agent(
+        playbook, services=services, data_dir=str(tmp_path), checkpointer=checkpointer, thread_id=thread_id
+    )
 
 
 @pytest.fixture
@@ -81,12 +104,22 @@ def web(tmp_path):
 
     # the loop's controls are tried over ticks that think (quiet ticks have their own tests: test_thinking_cost.py)
     agent = make_agent(tmp_path, FakeLLM("fake"), cycle={"thinking": "continuous"})
-    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)), clock=agent.services.clock,
-                           _memory=agent.services.memory)
+    services = WebServices(
+        db=agent.services.db,
+        overrides=Overrides.of(data_dir=str(tmp_path)),
+        clock=agent.services.clock,
+        _memory=agent.services.memory,
+    )
     app = create_app(services=services)
     with TestClient(app, base_url="http://127.0.0.1") as client:
-        yield SimpleNamespace(client=client, agent=agent, app=app, services=services, data_dir=tmp_path,
-                              csrf={"X-CSRF-Token": services.csrf_token, "Origin": "http://127.0.0.1"})
+        yield SimpleNamespace(
+            client=client,
+            agent=agent,
+            app=app,
+            services=services,
+            data_dir=tmp_path,
+            csrf={"X-CSRF-Token": services.csrf_token, "Origin": "http://127.0.0.1"},
+        )
     agent.services.db.close()
 
 
@@ -135,6 +168,7 @@ def no_anima_environment(monkeypatch):
 
 # ---- how the suite runs -------------------------------------------------------------------------------------------
 
+
 def pytest_configure(config):
     """A worker among several computes its embedded model on its share of the CPUs: llama.cpp's threads wait for each
     other by spinning, so two workers' models on every core each run several times slower than on one core each
@@ -181,5 +215,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 phases[key] = max(phases.get(key, 0.0), report.duration)
     workers = getattr(config.option, "numprocesses", None) or 1
     wall = time.monotonic() - started
-    terminalreporter.write_line(f"anima suite time: {wall:,.0f} s wall ({wall / 60:.1f} min) on {workers} worker(s); "
-                                f"the tests' own time summed {sum(phases.values()):,.0f} s")
+    terminalreporter.write_line(
+        f"anima suite time: {wall:,.0f} s wall ({wall / 60:.1f} min) on {workers} worker(s); "
+        f"the tests' own time summed {sum(phases.values()):,.0f} s"
+    )

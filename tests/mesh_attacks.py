@@ -39,15 +39,24 @@ SYNC_MESSAGES: dict[str, dict[str, Any]] = {
     "a have whose ids are objects": {"kind": "have", "did": "x", "peer": "y", "ts": 0, "sig": "00", "ids": [{}]},
     "a have whose ids is a string": {"kind": "have", "did": "x", "peer": "y", "ts": 0, "sig": "00", "ids": "abc"},
     "a have whose ts is a string": {"kind": "have", "did": "x", "peer": "y", "ts": "0", "sig": "00", "ids": []},
-    "a have with 100,000 ids": {"kind": "have", "did": "x", "peer": "y", "ts": 0, "sig": "00",
-                                "ids": ["sha256:" + "0" * 64] * 100_000},
+    "a have with 100,000 ids": {
+        "kind": "have",
+        "did": "x",
+        "peer": "y",
+        "ts": 0,
+        "sig": "00",
+        "ids": ["sha256:" + "0" * 64] * 100_000,
+    },
     "a want without from": {"kind": "want", "to": "{victim}", "ids": []},
     "a want whose ids is an object": {"kind": "want", "to": "{victim}", "from": "{mallory}", "ids": {"a": 1}},
     "a want whose to is a list": {"kind": "want", "to": ["{victim}"], "from": "{mallory}", "ids": []},
     "bodies whose containers is a string": {"kind": "bodies", "to": "{victim}", "containers": "x"},
     "bodies holding a list": {"kind": "bodies", "to": "{victim}", "containers": [[1, 2]]},
-    "bodies holding a forged container": {"kind": "bodies", "to": "{victim}",
-                                          "containers": [{"id": "sha256:" + "1" * 64, "sig": "x"}]},
+    "bodies holding a forged container": {
+        "kind": "bodies",
+        "to": "{victim}",
+        "containers": [{"id": "sha256:" + "1" * 64, "sig": "x"}],
+    },
 }
 
 # validly signed containers (mallory's key) whose envelope has a field of the wrong type: (type, fields changed)
@@ -105,8 +114,11 @@ def signed(identity: Identity, container: dict[str, Any]) -> dict[str, Any]:
     """`container` re-hashed and re-signed by `identity` after its fields were changed (what its own key can do)."""
     body = {k: v for k, v in container.items() if k not in ("id", "sig")}
     encoded = canonical(body)
-    return {**body, "id": "sha256:" + hashlib.sha256(encoded).hexdigest(),
-            "sig": base64.urlsafe_b64encode(identity.sign(encoded)).rstrip(b"=").decode()}
+    return {
+        **body,
+        "id": "sha256:" + hashlib.sha256(encoded).hexdigest(),
+        "sig": base64.urlsafe_b64encode(identity.sign(encoded)).rstrip(b"=").decode(),
+    }
 
 
 def shapes(mallory: Identity, victim: str) -> list[tuple[str, str, bytes]]:

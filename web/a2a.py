@@ -76,6 +76,7 @@ _GUEST = re.compile(r"[^A-Za-z0-9_.-]+")
 
 # ---- who calls -------------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Caller:
     """Who a request comes from, as its credential proved: a peer (`key` "peer:<id>", `peer` its name), or the one
@@ -152,8 +153,11 @@ class Refusals:
 
     def add(self, caller: str, reason: str, *, size: int = 0, detail: str = "") -> None:
         with self._lock:
-            key = (caller, reason) if len(self._pending) < self.MAX_PENDING or (caller, reason) in self._pending \
+            key = (
+                (caller, reason)
+                if len(self._pending) < self.MAX_PENDING or (caller, reason) in self._pending
                 else ("other", reason)
+            )
             if key not in self._pending:  # one log line per caller and reason a batch: a flood is not a flood of lines
                 log.info("A2A: refused %s from %s: %s", reason, caller, detail[:200])
             entry = self._pending.setdefault(key, [0, 0, "", None])
@@ -183,38 +187,61 @@ class Refusals:
 
 # ---- the card --------------------------------------------------------------------------------------------------------
 
+
 def credentials_required(services: WebServices, settings: A2ASettings) -> bool:
     return settings.anonymous == "never" or (settings.anonymous == "loopback" and bool(services.api_token))
 
 
 def agent_card(services: WebServices, base_url: str) -> AgentCard:
-    from a2a.types import (AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HTTPAuthSecurityScheme,
-                           SecurityRequirement, SecurityScheme, StringList)
+    from a2a.types import (
+        AgentCapabilities,
+        AgentCard,
+        AgentInterface,
+        AgentSkill,
+        HTTPAuthSecurityScheme,
+        SecurityRequirement,
+        SecurityScheme,
+        StringList,
+    )
 
     settings = services.settings()
     persona = services.persona()
     base = (settings.a2a.public_url or base_url).rstrip("/")
     card = AgentCard(
         name=persona.display_name,
-        description=(f"{persona.display_name}, an anima persona: a mind that thinks continuously. A message becomes "
-                     "a note it reads as data; it answers when it has thought about it."),
+        description=(
+            f"{persona.display_name}, an anima persona: a mind that thinks continuously. A message becomes "
+            "a note it reads as data; it answers when it has thought about it."
+        ),
         supported_interfaces=[AgentInterface(url=base + A2A_PATH, protocol_binding="JSONRPC", protocol_version="1.0")],
         version="1.0.0",
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=INPUT_MODES,
         default_output_modes=OUTPUT_MODES,
-        skills=[AgentSkill(id="conversation", name="conversation", tags=["conversation", "persona"],
-                           description="Write to the persona; its reply is the task's result (it may ask back).",
-                           examples=["How are you today?"])],
+        skills=[
+            AgentSkill(
+                id="conversation",
+                name="conversation",
+                tags=["conversation", "persona"],
+                description="Write to the persona; its reply is the task's result (it may ask back).",
+                examples=["How are you today?"],
+            )
+        ],
     )
-    card.security_schemes["bearer"].CopyFrom(SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(
-        scheme="bearer", description="a credential the persona's owner issued to you (run.py peers issue NAME)")))
+    card.security_schemes["bearer"].CopyFrom(
+        SecurityScheme(
+            http_auth_security_scheme=HTTPAuthSecurityScheme(
+                scheme="bearer", description="a credential the persona's owner issued to you (run.py peers issue NAME)"
+            )
+        )
+    )
     if credentials_required(services, settings.a2a):
         card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList(list=[])}))
     return card
 
 
 # ---- the executor: a message → a note; the persona's reply → the task's events ------------------------------------
+
 
 def _incoming_text(message: Message) -> str:
     """What the persona reads of a message: its text parts, and its data parts as JSON (files are refused by the
@@ -239,12 +266,19 @@ def reply_parts(reply: TaskReply) -> list[Part]:
         if item.get("kind") == "data":
             parts.append(new_data_part(item.get("data"), media_type="application/json"))
         elif item.get("kind") == "file" and item.get("url"):
-            parts.append(new_url_part(str(item["url"]), media_type=str(item.get("media_type") or ""),
-                                      filename=str(item.get("name") or "")))
+            parts.append(
+                new_url_part(
+                    str(item["url"]), media_type=str(item.get("media_type") or ""), filename=str(item.get("name") or "")
+                )
+            )
         elif item.get("kind") == "file":
-            parts.append(new_raw_part(str(item.get("text") or "").encode("utf-8"),
-                                      media_type=str(item.get("media_type") or "text/plain"),
-                                      filename=str(item.get("name") or "")))
+            parts.append(
+                new_raw_part(
+                    str(item.get("text") or "").encode("utf-8"),
+                    media_type=str(item.get("media_type") or "text/plain"),
+                    filename=str(item.get("name") or ""),
+                )
+            )
     return parts
 
 
@@ -254,17 +288,21 @@ def reply_artifacts(reply: TaskReply) -> list[tuple[str, list[Part]]]:
 
     attachments = reply_parts(reply)
     if attachments:
-        return [(str(item.get("name") or item.get("kind") or "attachment"), [part])
-                for item, part in zip(reply.parts, attachments)]
+        return [
+            (str(item.get("name") or item.get("kind") or "attachment"), [part])
+            for item, part in zip(reply.parts, attachments)
+        ]
     return [("reply", [new_text_part(reply.text)])]
 
 
-def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], refusals: Refusals,
-              live: set[str]) -> AgentExecutor:
+def _executor(
+    services: WebServices, a2a_settings: Callable[[], A2ASettings], refusals: Refusals, live: set[str]
+) -> AgentExecutor:
     from a2a.helpers import new_task_from_user_message, new_text_part
     from a2a.server.agent_execution import AgentExecutor
     from a2a.server.tasks import TaskUpdater
     from a2a.types import TaskState
+
     from managers.errors import Refused
     from managers.peers import InboundLimits, Overloaded
 
@@ -284,8 +322,11 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             caller = caller_of(context.call_context)
             updater = TaskUpdater(event_queue, task_id, context_id)
             settings = a2a_settings()
-            limits = InboundLimits(max_chars=settings.max_message_chars, open_per_caller=settings.open_per_caller,
-                                   open_total=settings.open_total)
+            limits = InboundLimits(
+                max_chars=settings.max_message_chars,
+                open_per_caller=settings.open_per_caller,
+                open_total=settings.open_total,
+            )
             text = _incoming_text(message)
             # until its last event is saved (the task store's `save`), the task is this request's: the store does not
             # rebuild it from the database meanwhile
@@ -296,17 +337,32 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
                 live.discard(task_id)
                 raise
 
-        async def _execute(self, context: RequestContext, event_queue: EventQueue, task_id: str, context_id: str,
-                           caller: Caller, updater: TaskUpdater, settings: A2ASettings, limits: InboundLimits,
-                           text: str) -> None:
+        async def _execute(
+            self,
+            context: RequestContext,
+            event_queue: EventQueue,
+            task_id: str,
+            context_id: str,
+            caller: Caller,
+            updater: TaskUpdater,
+            settings: A2ASettings,
+            limits: InboundLimits,
+            text: str,
+        ) -> None:
             message = context.message
             assert message is not None
 
             def arrive() -> str:
                 with arrivals, services.managers.unit(A_PEER) as house:
                     _note, inbound = house.peers.incoming(
-                        caller.author(context_id), text, task_id=task_id, message_id=message.message_id or None,
-                        context_id=context_id, caller=caller.key, limits=limits)
+                        caller.author(context_id),
+                        text,
+                        task_id=task_id,
+                        message_id=message.message_id or None,
+                        context_id=context_id,
+                        caller=caller.key,
+                        limits=limits,
+                    )
                     assert inbound is not None
                     return inbound.task_id
 
@@ -315,8 +371,13 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             # with its id is there already: a sender reusing ids (the persona takes such a message as a new one)
             # would be missing from it. That message is then the first status's own, which the SDK moves into the
             # history at the next status, in its place.
-            echo = message if started and context.current_task is not None and any(
-                said.message_id == message.message_id for said in context.current_task.history) else None
+            echo = (
+                message
+                if started
+                and context.current_task is not None
+                and any(said.message_id == message.message_id for said in context.current_task.history)
+                else None
+            )
 
             async def start_work() -> None:
                 await as_task()
@@ -334,8 +395,12 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
             try:
                 waiting_on = await anyio.to_thread.run_sync(arrive)
             except Refused as exc:
-                refusals.add(caller.key, "overloaded" if isinstance(exc, Overloaded) else "refused",
-                             size=len(text.encode()), detail=str(exc))
+                refusals.add(
+                    caller.key,
+                    "overloaded" if isinstance(exc, Overloaded) else "refused",
+                    size=len(text.encode()),
+                    detail=str(exc),
+                )
                 if echo is not None:
                     await start_work()
                 await as_task()
@@ -345,15 +410,18 @@ def _executor(services: WebServices, a2a_settings: Callable[[], A2ASettings], re
                 services.wake()
             configuration = context.configuration
             at_once = context.call_context.state.get("method") in STREAMING_METHODS or bool(
-                configuration is not None and configuration.return_immediately)
+                configuration is not None and configuration.return_immediately
+            )
             if at_once or started:  # else a plain reply may still be a Message
                 await start_work()
             reply = await _wait_for_reply(services, waiting_on, settings.reply_wait_s)
             if reply is None:
                 await anyio.to_thread.run_sync(lambda: _give_up(services, waiting_on))
                 await as_task()
-                await updater.update_status(TaskState.TASK_STATE_WORKING, message=updater.new_agent_message(
-                    [new_text_part(STILL_THINKING)], metadata={REPLY_FOLLOWS: True}))
+                await updater.update_status(
+                    TaskState.TASK_STATE_WORKING,
+                    message=updater.new_agent_message([new_text_part(STILL_THINKING)], metadata={REPLY_FOLLOWS: True}),
+                )
                 return
             said = updater.new_agent_message([new_text_part(reply.text)])
             if reply.kind == "plain" and not started:
@@ -413,16 +481,24 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
     from a2a.server.tasks import InMemoryTaskStore
     from a2a.types import Artifact, Role, Task, TaskState
 
-    terminal = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED,
-                TaskState.TASK_STATE_FAILED}
+    terminal = {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+        TaskState.TASK_STATE_FAILED,
+    }
 
     def view(task_id: str, caller: str) -> dict[str, Any] | None:
         with services.managers.unit() as house:
             return house.peers.task_view(task_id, caller)
 
     def turn(said: dict[str, Any], task_id: str, context_id: str) -> Message:
-        message = new_text_message(said["text"], context_id=context_id, task_id=task_id,
-                                   role=Role.ROLE_AGENT if said["role"] == "agent" else Role.ROLE_USER)
+        message = new_text_message(
+            said["text"],
+            context_id=context_id,
+            task_id=task_id,
+            role=Role.ROLE_AGENT if said["role"] == "agent" else Role.ROLE_USER,
+        )
         message.message_id = f"{task_id}-{said['note_id']}"  # the same id at every tasks/get
         return message
 
@@ -432,11 +508,17 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
             task = new_task(task_id, context_id, TaskState.TASK_STATE_WORKING, history=history)
             task.status.message.CopyFrom(new_text_message(STILL_THINKING, context_id=context_id, task_id=task_id))
             return task
-        state = {"question": TaskState.TASK_STATE_INPUT_REQUIRED,
-                 "decline": TaskState.TASK_STATE_REJECTED}.get(reply.kind, TaskState.TASK_STATE_COMPLETED)
-        artifacts = [] if state != TaskState.TASK_STATE_COMPLETED else [
-            Artifact(artifact_id=f"{task_id}-{n}", name=name, parts=parts)
-            for n, (name, parts) in enumerate(reply_artifacts(reply))]
+        state = {"question": TaskState.TASK_STATE_INPUT_REQUIRED, "decline": TaskState.TASK_STATE_REJECTED}.get(
+            reply.kind, TaskState.TASK_STATE_COMPLETED
+        )
+        artifacts = (
+            []
+            if state != TaskState.TASK_STATE_COMPLETED
+            else [
+                Artifact(artifact_id=f"{task_id}-{n}", name=name, parts=parts)
+                for n, (name, parts) in enumerate(reply_artifacts(reply))
+            ]
+        )
         task = new_task(task_id, context_id, state, artifacts=artifacts, history=history)
         task.status.message.CopyFrom(new_text_message(reply.text, context_id=context_id, task_id=task_id))
         return task
@@ -461,14 +543,20 @@ def _task_store(services: WebServices, a2a_settings: Callable[[], A2ASettings], 
             if kept["reply"] is None and task is not None:
                 return task
             # the task as this process held it keeps the messages as they were sent; else the database's turns
-            history = list(task.history) if task is not None else [
-                turn(said, task_id, context_id) for said in kept["history"]]
+            history = (
+                list(task.history)
+                if task is not None
+                else [turn(said, task_id, context_id) for said in kept["history"]]
+            )
             return rebuilt(task_id, context_id, kept, history)
 
         async def save(self, task: Task, context: Any = None) -> None:
             await super().save(task, context)
-            if task.status.state in terminal or task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED or (
-                    task.status.HasField("message") and REPLY_FOLLOWS in task.status.message.metadata):
+            if (
+                task.status.state in terminal
+                or task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+                or (task.status.HasField("message") and REPLY_FOLLOWS in task.status.message.metadata)
+            ):
                 live.discard(task.id)  # the request's last event: from now on the database may know more
             if task.status.state == TaskState.TASK_STATE_CANCELED:
                 caller = caller_of(context).key
@@ -556,8 +644,10 @@ def _peek(body: bytes) -> tuple[Any, str | None]:
         return None, None
     request_id = data.get("id")
     method = data.get("method")
-    return (request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None,
-            method if isinstance(method, str) else None)
+    return (
+        request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None,
+        method if isinstance(method, str) else None,
+    )
 
 
 class A2AServer:
@@ -609,17 +699,22 @@ class A2AServer:
         try:
             services = get_services(request)
         except ServiceError as exc:
-            return JSONResponse({"error": exc.message, "field": exc.field, "status": exc.status}, status_code=exc.status)
+            return JSONResponse(
+                {"error": exc.message, "field": exc.field, "status": exc.status}, status_code=exc.status
+            )
         if not services.settings().a2a.enabled:
             return _refuse(404, "A2A is off (a2a.enabled)")
-        body = json.dumps(agent_card_to_dict(agent_card(services, _base_url(request))), ensure_ascii=False,
-                          separators=(",", ":")).encode("utf-8")
+        body = json.dumps(
+            agent_card_to_dict(agent_card(services, _base_url(request))), ensure_ascii=False, separators=(",", ":")
+        ).encode("utf-8")
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         with self._lock:
-            since = self._card_first_seen.setdefault((id(services), etag),
-                                                     utcnow().replace(microsecond=0))
-        headers = {"Cache-Control": f"public, max-age={CARD_MAX_AGE_S}", "ETag": etag,
-                   "Last-Modified": format_datetime(since, usegmt=True)}
+            since = self._card_first_seen.setdefault((id(services), etag), utcnow().replace(microsecond=0))
+        headers = {
+            "Cache-Control": f"public, max-age={CARD_MAX_AGE_S}",
+            "ETag": etag,
+            "Last-Modified": format_datetime(since, usegmt=True),
+        }
         if _not_modified(request, etag, since):
             return Response(status_code=304, headers=headers)
         return Response(body, media_type="application/json", headers=headers)
@@ -635,23 +730,33 @@ class A2AServer:
         if router is None:
             orphaned = _orphan_waiting(services)  # this process holds no task yet: none of those waits any more
             if orphaned:
-                log.info("A2A: %d task(s) left waiting by the last run; their replies go by tasks/get and message",
-                         orphaned)
+                log.info(
+                    "A2A: %d task(s) left waiting by the last run; their replies go by tasks/get and message", orphaned
+                )
             settings = lambda: self.a2a_settings(services)  # noqa: E731 - read again while the app runs
             live: set[str] = set()  # the tasks a request of this process is running
             executor = _executor(services, settings, self.refusals(services), live)
-            handler = DefaultRequestHandler(agent_executor=executor, task_store=_task_store(services, settings, live),
-                                            agent_card=agent_card(services, base_url), validate_input_modes=True,
-                                            interrupted_task_timeout=INTERRUPTED_TASK_KEPT_S)
+            handler = DefaultRequestHandler(
+                agent_executor=executor,
+                task_store=_task_store(services, settings, live),
+                agent_card=agent_card(services, base_url),
+                validate_input_modes=True,
+                interrupted_task_timeout=INTERRUPTED_TASK_KEPT_S,
+            )
             builder = _call_context_builder()
-            routes = [route for path in A2A_PATHS
-                      for route in create_jsonrpc_routes(handler, rpc_url=path, context_builder=builder)]
+            routes = [
+                route
+                for path in A2A_PATHS
+                for route in create_jsonrpc_routes(handler, rpc_url=path, context_builder=builder)
+            ]
             router = Router(routes=routes)
             with self._lock:
                 router = self._routers.setdefault(id(services), router)
         return router
 
-    def _authenticate(self, services: WebServices, settings: A2ASettings, request: Request) -> tuple[Caller | None, str]:
+    def _authenticate(
+        self, services: WebServices, settings: A2ASettings, request: Request
+    ) -> tuple[Caller | None, str]:
         """(the caller, "") or (None, why it is refused), or (a blocked peer, why). A bearer token must be a live
         credential the owner issued to a peer; the owner's own token is not one."""
         from web.security import presented_bearer, same_secret
@@ -659,12 +764,16 @@ class A2AServer:
         token = presented_bearer(request)
         if token is None:
             if credentials_required(services, settings):
-                return None, ("this persona's A2A endpoint takes a credential its owner issued to you: "
-                              "`Authorization: Bearer <credential>`")
+                return None, (
+                    "this persona's A2A endpoint takes a credential its owner issued to you: "
+                    "`Authorization: Bearer <credential>`"
+                )
             return anonymous_caller(), ""
         if services.api_token and same_secret(token, services.api_token):
-            return None, ("the owner's API token does not open A2A: a peer presents a credential the owner issued to "
-                          "it (run.py peers issue NAME)")
+            return None, (
+                "the owner's API token does not open A2A: a peer presents a credential the owner issued to "
+                "it (run.py peers issue NAME)"
+            )
         peer = _authenticated_peer(services, token)
         if peer is None:
             return None, "unknown or revoked credential"
@@ -677,8 +786,9 @@ class A2AServer:
         try:
             services = get_services(request)
         except ServiceError as exc:
-            await JSONResponse({"error": exc.message, "field": exc.field, "status": exc.status},
-                               status_code=exc.status)(scope, receive, send)
+            await JSONResponse(
+                {"error": exc.message, "field": exc.field, "status": exc.status}, status_code=exc.status
+            )(scope, receive, send)
             return
         settings = self.a2a_settings(services)
         if not settings.enabled:
@@ -691,8 +801,9 @@ class A2AServer:
         if response is not None:
             await response(scope, receive, send)
 
-    async def _gate(self, services: WebServices, settings: A2ASettings, refusals: Refusals, scope: Any,
-                    receive: Any, send: Any) -> Response | None:
+    async def _gate(
+        self, services: WebServices, settings: A2ASettings, refusals: Refusals, scope: Any, receive: Any, send: Any
+    ) -> Response | None:
         """Let the request through to the SDK (None: it has answered) or the response refusing it."""
         from a2a.utils.errors import ContentTypeNotSupportedError, InvalidRequestError
 
@@ -707,20 +818,36 @@ class A2AServer:
         body = await _read_body(receive, settings.max_request_bytes)
         if body is None:
             refusals.add(caller.key, "too large", size=settings.max_request_bytes, detail="request body")
-            return _jsonrpc_error(413, None, InvalidRequestError(
-                message=f"the request is larger than {settings.max_request_bytes} bytes"))
+            return _jsonrpc_error(
+                413, None, InvalidRequestError(message=f"the request is larger than {settings.max_request_bytes} bytes")
+            )
         request_id, method = _peek(body)
         media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media_type != "application/json":
-            return _jsonrpc_error(415, request_id, ContentTypeNotSupportedError(
-                message=f"A2A's JSON-RPC binding takes application/json, not {media_type or 'no content type'!r}"))
+            return _jsonrpc_error(
+                415,
+                request_id,
+                ContentTypeNotSupportedError(
+                    message=f"A2A's JSON-RPC binding takes application/json, not {media_type or 'no content type'!r}"
+                ),
+            )
         if method in SEND_METHODS and not self._allowed(services, settings, caller):
             refusals.add(caller.key, "rate", size=len(body), detail=f"{method} past a2a.rate_per_minute")
-            return JSONResponse({"jsonrpc": "2.0", "id": request_id, "error": {
-                "code": RATE_LIMITED, "message": "too many messages for now: send again later (Retry-After)"}},
-                status_code=429, headers={"Retry-After": "10"})
-        await self._router(services, _base_url(request))({**scope, CALLER_SCOPE_KEY: caller},
-                                                          _replay(body, receive), send)
+            return JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": {
+                        "code": RATE_LIMITED,
+                        "message": "too many messages for now: send again later (Retry-After)",
+                    },
+                },
+                status_code=429,
+                headers={"Retry-After": "10"},
+            )
+        await self._router(services, _base_url(request))(
+            {**scope, CALLER_SCOPE_KEY: caller}, _replay(body, receive), send
+        )
         return None
 
 
@@ -748,6 +875,7 @@ def _not_modified(request: Request, etag: str, since: datetime) -> bool:
 
 # ---- the outbox: the persona's messages to peers, delivered and retried ----------------------------------------------
 
+
 async def deliver_due(services: WebServices, in_flight: set[int]) -> int:
     """Send every due message of the outbox (each at most once at a time), each with the credential its peer issued
     to this persona; how many were sent now."""
@@ -767,8 +895,9 @@ async def deliver_due(services: WebServices, in_flight: set[int]) -> int:
             if error is None:
                 peers.delivered(row_id, reply=reply, agent=agent)
             else:
-                peers.undelivered(row_id, error, retry_after_s=settings.a2a.retry_after_s,
-                                  max_attempts=settings.a2a.max_attempts)
+                peers.undelivered(
+                    row_id, error, retry_after_s=settings.a2a.retry_after_s, max_attempts=settings.a2a.max_attempts
+                )
 
     me = services.persona().display_name
     rows = await anyio.to_thread.run_sync(due)
@@ -777,13 +906,21 @@ async def deliver_due(services: WebServices, in_flight: set[int]) -> int:
     async def one(row_id: int, url: str, text: str, token: str | None) -> bool:
         try:
             try:
-                reply = await send_text(url, text, metadata={"from": me}, token=token,
-                                        timeout_s=settings.a2a.send_timeout_s, message_id=f"anima-{me}-{row_id}")
+                reply = await send_text(
+                    url,
+                    text,
+                    metadata={"from": me},
+                    token=token,
+                    timeout_s=settings.a2a.send_timeout_s,
+                    message_id=f"anima-{me}-{row_id}",
+                )
             except A2AError as exc:
                 error = str(exc)
                 await anyio.to_thread.run_sync(lambda: record(row_id, None, error))
                 return False
-            await anyio.to_thread.run_sync(lambda: record(row_id, reply.text if reply.done else None, None, reply.agent))
+            await anyio.to_thread.run_sync(
+                lambda: record(row_id, reply.text if reply.done else None, None, reply.agent)
+            )
             return True
         finally:
             in_flight.discard(row_id)
@@ -813,7 +950,7 @@ async def outbox_running(get: Callable[[], Any], server: A2AServer | None = None
                         job.add_done_callback(pending.discard)
                     if server is not None:
                         refusals = server.refusals(services)
-                        await anyio.to_thread.run_sync(lambda: refusals.flush(services))
+                        await anyio.to_thread.run_sync(lambda: refusals.flush(services))  # noqa: B023 - called within this iteration
                 except Exception:  # noqa: BLE001 - a bad moment of the database is tried again, never the app's end
                     log.exception("A2A outbox: delivery failed; trying again")
             await asyncio.sleep(every)
@@ -828,5 +965,14 @@ async def outbox_running(get: Callable[[], Any], server: A2AServer | None = None
         await asyncio.gather(runner, *pending, return_exceptions=True)
 
 
-__all__ = ["A2A_PATH", "A2A_PATHS", "CARD_PATH", "A2AServer", "Caller", "agent_card", "caller_of", "deliver_due",
-           "outbox_running"]
+__all__ = [
+    "A2A_PATH",
+    "A2A_PATHS",
+    "CARD_PATH",
+    "A2AServer",
+    "Caller",
+    "agent_card",
+    "caller_of",
+    "deliver_due",
+    "outbox_running",
+]

@@ -9,11 +9,11 @@ Each persona gets its own `WebServices` over its own schema, sharing the deploym
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fastapi import Depends, Request
 
@@ -29,7 +29,9 @@ from persona.settings import Overrides, Settings, load_settings
 @dataclass
 class WebServices:
     db: Database
-    overrides: Overrides = field(default_factory=Overrides)  # the run's own layer (command line): settings re-read with it
+    overrides: Overrides = field(
+        default_factory=Overrides
+    )  # the run's own layer (command line): settings re-read with it
     clock: Callable[[], datetime] = utcnow
     api_token: str | None = None  # required on every request when the app is bound beyond this machine
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
@@ -42,8 +44,14 @@ class WebServices:
     _speech: Any = None  # (settings key, SpeechEngines): the speech model loads once, not per voice message
 
     @classmethod
-    def open(cls, overrides: Overrides | None = None, *, api_token: str | None = None, clock: Any = utcnow,
-             memory: Any = None) -> "WebServices":
+    def open(
+        cls,
+        overrides: Overrides | None = None,
+        *,
+        api_token: str | None = None,
+        clock: Any = utcnow,
+        memory: Any = None,
+    ) -> WebServices:
         overrides = overrides or Overrides()
         located = load_settings(overrides=overrides.replace(persona_dir=None))  # where the data is
         db = Database.open(located.data_dir, located.db_url)
@@ -60,8 +68,9 @@ class WebServices:
         return self._managers
 
     def manager_deps(self) -> ManagerDeps:
-        return ManagerDeps(settings=self.settings(), clock=self.clock, memory=Lazy(lambda: self.memory),
-                           speech=Lazy(self.speech))
+        return ManagerDeps(
+            settings=self.settings(), clock=self.clock, memory=Lazy(lambda: self.memory), speech=Lazy(self.speech)
+        )
 
     def settings(self) -> Settings:
         """Read again on each use: the persona's config.yaml and its own changes may have moved since."""
@@ -97,8 +106,13 @@ class WebServices:
 
         settings = self.settings()
         speech = settings.speech
-        key = (settings.cache_dir, tuple(sorted(speech.tts_voices.items())), tuple(speech.languages), speech.beam_size,
-               tuple(sorted(speech.tts_words_per_minute.items())))
+        key = (
+            settings.cache_dir,
+            tuple(sorted(speech.tts_voices.items())),
+            tuple(speech.languages),
+            speech.beam_size,
+            tuple(sorted(speech.tts_words_per_minute.items())),
+        )
         if self._speech is None or self._speech[0] != key:
             self._speech = (key, engines_for(settings))
         return self._speech[1]
@@ -112,8 +126,9 @@ class WebServices:
 class DeploymentServices:
     """The app over a deployment: the registry, the job engine, and each persona's WebServices (opened on first use)."""
 
-    def __init__(self, deployment: Any, overrides: Overrides, *, api_token: str | None = None,
-                 clock: Any = utcnow) -> None:
+    def __init__(
+        self, deployment: Any, overrides: Overrides, *, api_token: str | None = None, clock: Any = utcnow
+    ) -> None:
         self.deployment, self.overrides, self.clock, self.api_token = deployment, overrides, clock, api_token
         self.csrf_token = secrets.token_urlsafe(24)
         from web.services.events import JournalListener
@@ -123,7 +138,7 @@ class DeploymentServices:
         self._digests: dict[str, str | None] = {}
 
     @classmethod
-    def open(cls, overrides: Overrides, *, api_token: str | None = None) -> "DeploymentServices":
+    def open(cls, overrides: Overrides, *, api_token: str | None = None) -> DeploymentServices:
         from graph.fleet.personas import Deployment
 
         return cls(Deployment.open(deployment_url(overrides)), overrides, api_token=api_token)
@@ -138,11 +153,17 @@ class DeploymentServices:
         if services is None:
             deployment = self.deployment
             database = deployment.fleet.database(name)  # NotFound (a 404) when it is not registered
-            services = WebServices(db=database, overrides=deployment.overrides_for(name, self.overrides), clock=self.clock,
-                                   api_token=self.api_token, csrf_token=self.csrf_token, name=name,
-                                   listener=self.listener,
-                                   wake=lambda: deployment.wake(name),
-                                   store_files=lambda directory: deployment.store_files(name, directory))
+            services = WebServices(
+                db=database,
+                overrides=deployment.overrides_for(name, self.overrides),
+                clock=self.clock,
+                api_token=self.api_token,
+                csrf_token=self.csrf_token,
+                name=name,
+                listener=self.listener,
+                wake=lambda: deployment.wake(name),
+                store_files=lambda directory: deployment.store_files(name, directory),
+            )
             self._personas[name] = services
             self._digests[name] = digest
         return services
@@ -175,8 +196,9 @@ def get_services(request: Request) -> WebServices:
         if not name:
             from web.errors import ServiceError
 
-            raise ServiceError("choose a persona: /personas lists them, /p/<name>/… opens one", field="persona",
-                               status=404)
+            raise ServiceError(
+                "choose a persona: /personas lists them, /p/<name>/… opens one", field="persona", status=404
+            )
         return _deployed(services, name)
     return services
 
@@ -214,7 +236,9 @@ class PersonaPrefix:
                 if name and not slash and scope["type"] == "http":  # /p/ada: its Talk page is /p/ada/
                     from starlette.responses import RedirectResponse
 
-                    await RedirectResponse(f"{scope.get('root_path', '')}{path}/", status_code=307)(scope, receive, send)
+                    await RedirectResponse(f"{scope.get('root_path', '')}{path}/", status_code=307)(
+                        scope, receive, send
+                    )
                     return
                 if name:
                     prefix = f"{scope.get('root_path', '')}/p/{name}"
@@ -231,6 +255,7 @@ def get_house(services: WebServices = Depends(get_services)) -> Iterator[Manager
 
 
 def unit_of_work() -> Any:
-    """`house: Managers = unit_of_work()`: the request's managers over its transaction, committed before the response goes out ("function"
+    """`house: Managers = unit_of_work()`: the request's managers over its transaction, committed before the response
+    goes out ("function"
     scope), so the page's next request sees what this one wrote and a failed commit is this request's error."""
     return Depends(get_house, scope="function")

@@ -47,16 +47,21 @@ class NotFoundError(ServiceError):
 def _respond(request: Request, status: int, message: str, field: str | None, headers: Mapping[str, str] | None = None):
     if request.headers.get("hx-request") and not request.url.path.startswith("/api/"):
         where = f"<b>{escape(field)}</b>: " if field else ""
-        return HTMLResponse(f'<p class="error" role="alert">{where}{escape(message)}</p>', status_code=status,
-                            headers=headers)
+        return HTMLResponse(
+            f'<p class="error" role="alert">{where}{escape(message)}</p>', status_code=status, headers=headers
+        )
     return JSONResponse({"error": message, "field": field, "status": status}, status_code=status, headers=headers)
 
 
 def _allowed_methods(request: Request) -> str | None:
     """Every method some route answers at this path (Starlette's 405 names only the first route's)."""
-    methods = [method for method in METHODS
-               if any(route.matches({**request.scope, "method": method})[0] == Match.FULL
-                      for route in request.app.router.routes)]
+    methods = [
+        method
+        for method in METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in request.app.router.routes
+        )
+    ]
     return ", ".join(methods) or None
 
 

@@ -16,9 +16,9 @@ from contextvars import ContextVar
 from typing import Any
 
 import anyio
-from starlette.responses import JSONResponse
 from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.responses import JSONResponse
 
 from managers.audience import OWNER
 from memory.note_kinds import Door
@@ -31,9 +31,11 @@ from web.services import persona as persona_service
 from web.services import sessions as sessions_service
 from web.services import talk
 
-INSTRUCTIONS = ("A persona that thinks continuously. post_note leaves it a note (it answers in a later thought; "
-                "read_messages shows the conversation); search_memory searches what it remembers; list_goals and "
-                "list_tasks show what it works on. Resources: its persona files and its sessions.")
+INSTRUCTIONS = (
+    "A persona that thinks continuously. post_note leaves it a note (it answers in a later thought; "
+    "read_messages shows the conversation); search_memory searches what it remembers; list_goals and "
+    "list_tasks show what it works on. Resources: its persona files and its sessions."
+)
 MAX_RESULTS = 50
 MCP_PATH = "/mcp"
 
@@ -41,10 +43,15 @@ MCP_PATH = "/mcp"
 def build_server(get_services: Callable[[], WebServices], *, http_path: str = MCP_PATH) -> FastMCP:
     """The MCP server over the services `get_services()` returns when a request comes (the web app's: one database,
     the persona, the memory index)."""
-    server = FastMCP("anima", instructions=INSTRUCTIONS, streamable_http_path=http_path, stateless_http=True,
-                     log_level="WARNING",
-                     # the web app's guard (web/security.py) already checks token, origin and CSRF on every request
-                     transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    server = FastMCP(
+        "anima",
+        instructions=INSTRUCTIONS,
+        streamable_http_path=http_path,
+        stateless_http=True,
+        log_level="WARNING",
+        # the web app's guard (web/security.py) already checks token, origin and CSRF on every request
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
 
     def unit():
         return get_services().managers.unit(OWNER)
@@ -67,10 +74,17 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
 
         def read() -> dict[str, Any]:
             with unit() as house:
-                talked = talk.conversation(house, get_services().persona().display_name,
-                                           limit=max(1, min(limit, MAX_RESULTS)), after_id=after_id)
-            return {"persona": talked.persona, "waiting": talked.waiting,
-                    "messages": [{"id": i.id, "who": i.who, "text": i.text, "at": i.at.isoformat()} for i in talked.items]}
+                talked = talk.conversation(
+                    house,
+                    get_services().persona().display_name,
+                    limit=max(1, min(limit, MAX_RESULTS)),
+                    after_id=after_id,
+                )
+            return {
+                "persona": talked.persona,
+                "waiting": talked.waiting,
+                "messages": [{"id": i.id, "who": i.who, "text": i.text, "at": i.at.isoformat()} for i in talked.items],
+            }
 
         return await anyio.to_thread.run_sync(read)
 
@@ -83,8 +97,13 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
                 found = memory_service.search(get_services(), query, k=max(1, min(k, MAX_RESULTS)), tiers=tiers)
             except ServiceError as exc:
                 raise ValueError(str(exc)) from None
-            return {"query": query, "hits": [{"tier": h.tier, "ref": h.ref, "title": h.title, "text": h.text,
-                                              "score": round(h.score, 4)} for h in found.hits]}
+            return {
+                "query": query,
+                "hits": [
+                    {"tier": h.tier, "ref": h.ref, "title": h.title, "text": h.text, "score": round(h.score, 4)}
+                    for h in found.hits
+                ],
+            }
 
         return await anyio.to_thread.run_sync(search)
 
@@ -94,8 +113,17 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
 
         def read() -> list[dict[str, Any]]:
             with unit() as house:
-                return [{"id": g.id, "title": g.title, "description": g.description, "status": g.status,
-                         "horizon": g.horizon, "priority": g.priority} for g in house.goals.list(status=status)]
+                return [
+                    {
+                        "id": g.id,
+                        "title": g.title,
+                        "description": g.description,
+                        "status": g.status,
+                        "horizon": g.horizon,
+                        "priority": g.priority,
+                    }
+                    for g in house.goals.list(status=status)
+                ]
 
         return await anyio.to_thread.run_sync(read)
 
@@ -105,9 +133,17 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
 
         def read() -> list[dict[str, Any]]:
             with unit() as house:
-                return [{"id": t.id, "title": t.title, "status": t.status, "priority": t.priority,
-                         "pinned": t.pinned, "goal_id": t.goal_id}
-                        for t in house.tasks.list(status=status, goal_id=goal_id)]
+                return [
+                    {
+                        "id": t.id,
+                        "title": t.title,
+                        "status": t.status,
+                        "priority": t.priority,
+                        "pinned": t.pinned,
+                        "goal_id": t.goal_id,
+                    }
+                    for t in house.tasks.list(status=status, goal_id=goal_id)
+                ]
 
         return await anyio.to_thread.run_sync(read)
 
@@ -115,8 +151,14 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
     def persona_files() -> list[dict[str, Any]]:
         """The persona's files: name, size, whether it exists."""
         root = persona_service.directory(get_services())
-        return [{"name": name, "chars": len((root / name).read_text(encoding="utf-8")) if (root / name).is_file() else 0,
-                 "uri": f"persona://files/{name}"} for name in persona_service.FILES]
+        return [
+            {
+                "name": name,
+                "chars": len((root / name).read_text(encoding="utf-8")) if (root / name).is_file() else 0,
+                "uri": f"persona://files/{name}",
+            }
+            for name in persona_service.FILES
+        ]
 
     @server.resource("persona://files/{name}", name="persona file", mime_type="text/plain")
     def persona_file(name: str) -> str:

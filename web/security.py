@@ -56,11 +56,14 @@ def is_loopback(host: str) -> bool:
 
 def check_binding(host: str, token: str | None) -> None:
     if not is_loopback(host) and not token:
-        raise BindingError(f"refusing to serve on {host}: beyond this machine every request needs a token — set "
-                           f"{TOKEN_ENV} (e.g. `export {TOKEN_ENV}=$(openssl rand -hex 16)`) or bind to 127.0.0.1")
+        raise BindingError(
+            f"refusing to serve on {host}: beyond this machine every request needs a token — set "
+            f"{TOKEN_ENV} (e.g. `export {TOKEN_ENV}=$(openssl rand -hex 16)`) or bind to 127.0.0.1"
+        )
 
 
 # ---- the names the app answers to ------------------------------------------------------------------------------------
+
 
 def _ip_address(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
@@ -109,7 +112,7 @@ class AllowedHosts:
     suffixes: tuple[str, ...] = ()
 
     @classmethod
-    def serving(cls, bind: str | None = None, extra: str | Iterable[str] | None = None) -> "AllowedHosts":
+    def serving(cls, bind: str | None = None, extra: str | Iterable[str] | None = None) -> AllowedHosts:
         """The app bound to `bind` (its `--host`) with the `--allowed-hosts` entries `extra`. Bound to every address
         (0.0.0.0, ::), this machine's name joins (the address a client connected to is allowed as it comes). A bad
         entry is a BindingError: the app does not start."""
@@ -128,13 +131,17 @@ class AllowedHosts:
             if "://" in entry:
                 entry = urlsplit(entry).netloc
             if entry == "*":
-                raise BindingError(f"{ALLOWED_HOSTS_ENV}/{ALLOWED_HOSTS_FLAG}: '*' would let a page of any site that "
-                                   "rebinds its name to this machine use the app; name the hosts")
+                raise BindingError(
+                    f"{ALLOWED_HOSTS_ENV}/{ALLOWED_HOSTS_FLAG}: '*' would let a page of any site that "
+                    "rebinds its name to this machine use the app; name the hosts"
+                )
             wildcard = entry.startswith("*.")
             parsed = parse_host(entry[2:] if wildcard else entry)
             if parsed is None or (wildcard and _ip_address(parsed[0]) is not None):
-                raise BindingError(f"{ALLOWED_HOSTS_ENV}/{ALLOWED_HOSTS_FLAG}: {given!r} is not a host name "
-                                   "(name, name:port, an address, or *.domain)")
+                raise BindingError(
+                    f"{ALLOWED_HOSTS_ENV}/{ALLOWED_HOSTS_FLAG}: {given!r} is not a host name "
+                    "(name, name:port, an address, or *.domain)"
+                )
             if wildcard:
                 suffixes.append("." + parsed[0])
             else:
@@ -183,9 +190,11 @@ def host_refusal(host: str | None, allowed: AllowedHosts) -> str:
     shown = "no Host header" if host is None else repr(host[:100])
     parsed = parse_host(host) if host else None
     example = (f"[{parsed[0]}]" if ":" in parsed[0] else parsed[0]) if parsed else "anima.example.org"
-    return (f"host not allowed: {shown} — this app answers to {allowed.describe()} (any port); serving it under "
-            f"another name (a reverse proxy)? add it with {ALLOWED_HOSTS_FLAG} {example} or "
-            f"{ALLOWED_HOSTS_ENV}={example}")
+    return (
+        f"host not allowed: {shown} — this app answers to {allowed.describe()} (any port); serving it under "
+        f"another name (a reverse proxy)? add it with {ALLOWED_HOSTS_FLAG} {example} or "
+        f"{ALLOWED_HOSTS_ENV}={example}"
+    )
 
 
 class HostGuard:
@@ -222,6 +231,7 @@ class HostGuard:
 
 
 # ---- the token and CSRF ----------------------------------------------------------------------------------------------
+
 
 def same_secret(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode(), b.encode())
@@ -283,6 +293,10 @@ async def guard(request: Request, call_next):
             return _refuse(403, "cross-site request refused")
         # A2A authenticates by a bearer header, which no cross-site page can send (nor JSON without a preflight the
         # app never allows); A2A clients on fetch (node's) send Sec-Fetch-Mode without being a page of this app
-        if browser and not A2A_ENDPOINT.match(path) and not _same(request.headers.get(CSRF_HEADER, ""), services.csrf_token):
+        if (
+            browser
+            and not A2A_ENDPOINT.match(path)
+            and not _same(request.headers.get(CSRF_HEADER, ""), services.csrf_token)
+        ):
             return _refuse(403, f"missing or wrong {CSRF_HEADER} header (the app's pages send it)")
     return await call_next(request)

@@ -31,12 +31,20 @@ def _config(overrides: Overrides | None, host: str, port: int, allowed_hosts: Ho
     token = settings.api_token.get_secret_value() if settings.api_token else None
     check_binding(host, token)
     hosts = AllowedHosts.serving(host, settings.allowed_hosts if allowed_hosts is None else allowed_hosts)
-    return uvicorn.Config(create_app(overrides, api_token=token, allowed_hosts=hosts), host=host, port=port,
-                          log_level="warning", access_log=False, timeout_graceful_shutdown=2, lifespan="on")
+    return uvicorn.Config(
+        create_app(overrides, api_token=token, allowed_hosts=hosts),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+        lifespan="on",
+    )
 
 
-def serve(overrides: Overrides | None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
-          allowed_hosts: HostList = None) -> None:
+def serve(
+    overrides: Overrides | None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, allowed_hosts: HostList = None
+) -> None:
     uvicorn.Server(_config(overrides, host, port, allowed_hosts)).run()
 
 
@@ -51,8 +59,14 @@ class WebThread:
         self.thread.join(timeout=5)
 
 
-def start_in_thread(overrides: Overrides | None, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                    wait_s: float = 20.0, *, allowed_hosts: HostList = None) -> WebThread:
+def start_in_thread(
+    overrides: Overrides | None,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    wait_s: float = 20.0,
+    *,
+    allowed_hosts: HostList = None,
+) -> WebThread:
     """The app in a background thread (the loop keeps the main thread and its signals); returns once it listens."""
     server = uvicorn.Server(_config(overrides, host, port, allowed_hosts))
     thread = threading.Thread(target=server.run, name="web", daemon=True)
@@ -60,8 +74,9 @@ def start_in_thread(overrides: Overrides | None, host: str = DEFAULT_HOST, port:
     deadline = time.monotonic() + wait_s
     while not server.started:
         if not thread.is_alive():
-            raise PortInUse(f"the web app could not listen on {host}:{port} (in use? choose another with --port, "
-                            "or --no-web)")
+            raise PortInUse(
+                f"the web app could not listen on {host}:{port} (in use? choose another with --port, or --no-web)"
+            )
         if time.monotonic() > deadline:
             raise PortInUse(f"the web app did not start on {host}:{port} within {wait_s:.0f} s")
         time.sleep(0.05)

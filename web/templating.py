@@ -18,16 +18,34 @@ from managers.audience import OWNER
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
-NAV = (("talk", "/", N_("Talk")), ("thoughts", "/thoughts", N_("Thoughts")), ("inner_life", "/inner-life", N_("Inner life")),
-       ("memory", "/memory", N_("Memory")), ("approvals", "/approvals", N_("Approvals")),
-       ("sessions", "/sessions", N_("Sessions")), ("people", "/people", N_("People")), ("persona", "/persona", N_("Persona")),
-       ("controls", "/controls", N_("Controls")), ("mesh", "/mesh", N_("Mesh")))
+NAV = (
+    ("talk", "/", N_("Talk")),
+    ("thoughts", "/thoughts", N_("Thoughts")),
+    ("inner_life", "/inner-life", N_("Inner life")),
+    ("memory", "/memory", N_("Memory")),
+    ("approvals", "/approvals", N_("Approvals")),
+    ("sessions", "/sessions", N_("Sessions")),
+    ("people", "/people", N_("People")),
+    ("persona", "/persona", N_("Persona")),
+    ("controls", "/controls", N_("Controls")),
+    ("mesh", "/mesh", N_("Mesh")),
+)
 
 
 # How a note came (memory/note_kinds.py Door) and who its author is, as the Talk page's badges say it
-DOOR_LABELS = {"web": N_("page"), "api": N_("API"), "mcp": N_("MCP"), "voice": N_("voice"), "cli": N_("terminal"),
-               "matrix": N_("Matrix"), "telegram": N_("Telegram"), "email": N_("e-mail"), "channel": N_("channel"),
-               "a2a": N_("A2A"), "mesh": N_("mesh")}
+DOOR_LABELS = {
+    "web": N_("page"),
+    "api": N_("API"),
+    "mcp": N_("MCP"),
+    "voice": N_("voice"),
+    "cli": N_("terminal"),
+    "matrix": N_("Matrix"),
+    "telegram": N_("Telegram"),
+    "email": N_("e-mail"),
+    "channel": N_("channel"),
+    "a2a": N_("A2A"),
+    "mesh": N_("mesh"),
+}
 ROLE_LABELS = {"owner": N_("owner"), "trusted": N_("trusted"), "guest": N_("guest"), "peer": N_("peer")}
 # the navigation's badges: what waits for the owner (managers/conversation.py `waiting_for_owner`), page by page
 BADGES = {"talk": ("unread",), "approvals": ("approvals",), "people": ("contacts", "refused")}
@@ -40,8 +58,9 @@ def badge_count(key: str, waiting: dict[str, int] | None) -> int:
 def request_language(request: Request, setting: str | None = None) -> str:
     """The language a page is rendered in: the page's switcher (its cookie), else the `language` setting unless
     `auto`, else the browser's Accept-Language, else English (i18n.negotiate)."""
-    return i18n.negotiate(chosen=request.cookies.get(i18n.COOKIE), setting=setting,
-                          accept_language=request.headers.get("accept-language"))
+    return i18n.negotiate(
+        chosen=request.cookies.get(i18n.COOKIE), setting=setting, accept_language=request.headers.get("accept-language")
+    )
 
 
 def gettext_for(lang: str | None):
@@ -75,8 +94,12 @@ def make_templates() -> Jinja2Templates:
     templates.env.globals["role_labels"] = ROLE_LABELS
     templates.env.globals["badge_keys"] = tuple(BADGES)
     templates.env.globals["badge_count"] = badge_count
-    templates.env.filters["short"] = lambda text, n=200: (str(text or "")[:n] + "…") if len(str(text or "")) > n else str(text or "")
-    templates.env.filters["when"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else (value or "")
+    templates.env.filters["short"] = lambda text, n=200: (
+        (str(text or "")[:n] + "…") if len(str(text or "")) > n else str(text or "")
+    )
+    templates.env.filters["when"] = lambda value: (
+        value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else (value or "")
+    )
     return templates
 
 
@@ -87,9 +110,14 @@ def render(request: Request, template: str, page: str | None = None, status_code
 
     app_services = request.app.state.services
     deployed = isinstance(app_services, DeploymentServices)
-    common: dict[str, Any] = {"page": page, "nav": NAV, "csrf_token": app_services.csrf_token,
-                              "base": request.scope.get("root_path", ""), "deployment": deployed,
-                              "lang": language_of(request)}
+    common: dict[str, Any] = {
+        "page": page,
+        "nav": NAV,
+        "csrf_token": app_services.csrf_token,
+        "base": request.scope.get("root_path", ""),
+        "deployment": deployed,
+        "lang": language_of(request),
+    }
     if page is not None and deployed and not request.scope.get("anima_persona"):  # the deployment's own pages
         common.update(nav=(), persona_name=gettext_for(common["lang"])("Personas"), approvals_waiting=0, waiting={})
     elif page is not None:
@@ -98,8 +126,9 @@ def render(request: Request, template: str, page: str | None = None, status_code
             common["waiting"] = house.conversation.waiting_for_owner()
             common["approvals_waiting"] = common["waiting"]["approvals"]
         common["persona_name"] = services.persona().display_name
-    return request.app.state.templates.TemplateResponse(request, template, {**common, **context},
-                                                        status_code=status_code)
+    return request.app.state.templates.TemplateResponse(
+        request, template, {**common, **context}, status_code=status_code
+    )
 
 
 def language_of(request: Request) -> str:

@@ -36,8 +36,9 @@ def _check_type(filename: str, content_type: str, types: tuple[str, ...], suffix
     media = content_type.split(";")[0].strip().lower()
     if media not in types and not filename.lower().endswith(suffixes):
         wanted = ", ".join(s for s in suffixes)
-        raise ServiceError(f"{filename or 'the upload'} ({media or 'no type'}) is not a {wanted} file", field=FIELD,
-                           status=415)
+        raise ServiceError(
+            f"{filename or 'the upload'} ({media or 'no type'}) is not a {wanted} file", field=FIELD, status=415
+        )
 
 
 async def receive_upload(request: Request, *, limit: int, types: tuple[str, ...], suffixes: tuple[str, ...]) -> Upload:

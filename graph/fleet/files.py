@@ -28,7 +28,9 @@ def digest(directory: Path) -> str:
 def pack(directory: Path) -> tuple[bytes, str]:
     """(the persona directory as tar.gz, its digest)."""
     buffer = io.BytesIO()
-    write_archive(buffer, persona_dir=directory, database=None, chroma_dir=None, manifest={"persona_dir": directory.name})
+    write_archive(
+        buffer, persona_dir=directory, database=None, chroma_dir=None, manifest={"persona_dir": directory.name}
+    )
     return buffer.getvalue(), digest(directory)
 
 

@@ -13,7 +13,7 @@ heartbeat; the other workers' watchdog (graph/fleet/worker.py) gives it back to 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from memory.clock import utcnow
@@ -43,11 +43,13 @@ def make_app(conninfo: str, *, worker: bool = False, pool_size: int = 4) -> proc
     pool_kwargs = {"connect_timeout": 5}
     connector: procrastinate.BaseConnector
     if worker:
-        connector = procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size,
-                                                   kwargs=pool_kwargs)
+        connector = procrastinate.PsycopgConnector(
+            conninfo=conninfo, min_size=1, max_size=pool_size, kwargs=pool_kwargs
+        )
     else:
-        connector = procrastinate.SyncPsycopgConnector(conninfo=conninfo, min_size=1, max_size=pool_size,
-                                                       kwargs=pool_kwargs)
+        connector = procrastinate.SyncPsycopgConnector(
+            conninfo=conninfo, min_size=1, max_size=pool_size, kwargs=pool_kwargs
+        )
     return procrastinate.App(connector=connector)
 
 
@@ -71,13 +73,18 @@ class Scheduler:
     def __init__(self, app: procrastinate.App, fleet: Fleet) -> None:
         self.app, self.fleet = app, fleet
 
-    def _defer(self, task: str, name: str, kind: str, *, queueing_lock: str | None, delay_s: float = 0.0,
-               **kwargs: Any) -> int | None:
+    def _defer(
+        self, task: str, name: str, kind: str, *, queueing_lock: str | None, delay_s: float = 0.0, **kwargs: Any
+    ) -> int | None:
         """The job's id, or None when one with the same queueing lock already waits."""
         from procrastinate.exceptions import AlreadyEnqueued
 
-        options: dict[str, Any] = {"queue": QUEUE, "lock": lock_of(name), "priority": PRIORITY[kind],
-                                   "queueing_lock": queueing_lock}
+        options: dict[str, Any] = {
+            "queue": QUEUE,
+            "lock": lock_of(name),
+            "priority": PRIORITY[kind],
+            "queueing_lock": queueing_lock,
+        }
         if delay_s > 0:
             options["schedule_in"] = {"seconds": delay_s}
         try:
@@ -143,6 +150,13 @@ class Scheduler:
         jobs = []
         for status in ("doing", "todo"):
             for job in self.app.job_manager.list_jobs(lock=lock_of(name), status=status):
-                jobs.append({"id": job.id, "task": job.task_name, "status": status, "priority": job.priority,
-                             "scheduled_at": job.scheduled_at.isoformat() if job.scheduled_at else None})
+                jobs.append(
+                    {
+                        "id": job.id,
+                        "task": job.task_name,
+                        "status": status,
+                        "priority": job.priority,
+                        "scheduled_at": job.scheduled_at.isoformat() if job.scheduled_at else None,
+                    }
+                )
         return jobs

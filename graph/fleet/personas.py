@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from graph.fleet import files, jobs
 from graph.fleet.runtime import stop_persona, wait_for_jobs
+from managers import ManagerDeps, ManagerFactory
 from memory.fleet import Fleet, FleetError, check_name, schema_of
 from nodes.context import utcnow
 from persona import load_persona
 from persona.loader import default_persona_dir
-from managers import ManagerDeps, ManagerFactory
 from persona.settings import Overrides, load_settings
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class Deployment:
         self.scheduler = jobs.Scheduler(app, fleet)
 
     @classmethod
-    def open(cls, url: str) -> "Deployment":
+    def open(cls, url: str) -> Deployment:
         fleet = Fleet.open(url)
         app = jobs.make_app(fleet.libpq_url())
         app.open()
@@ -88,9 +88,16 @@ class Deployment:
         def at(value: datetime | None) -> str | None:
             return value.isoformat() if value else None
 
-        return PersonaRow(name=entry.name, state=entry.state, display_name=_display_name(entry.files), playbook=entry.playbook,
-                          ticks=entry.ticks, last_tick_at=at(entry.last_tick_at), last_worker=entry.last_worker,
-                          next_tick_at=at(entry.next_tick_at) if entry.state == "active" else None)
+        return PersonaRow(
+            name=entry.name,
+            state=entry.state,
+            display_name=_display_name(entry.files),
+            playbook=entry.playbook,
+            ticks=entry.ticks,
+            last_tick_at=at(entry.last_tick_at),
+            last_worker=entry.last_worker,
+            next_tick_at=at(entry.next_tick_at) if entry.state == "active" else None,
+        )
 
     def pause(self, name: str) -> PersonaRow:
         with self.fleet.registry() as registry:
@@ -184,9 +191,12 @@ class Deployment:
         """The settings that place `name` on this machine (its files and scratch dir from the cache: `cache_dir`, else
         the `fleet_cache` setting; its secrets sealed in its database, the scratch dir being per machine)."""
         cache_dir = cache_dir or load_settings(overrides=overrides.replace(persona_dir=None)).fleet_cache
-        return overrides.replace(persona_dir=str(self.persona_dir(name, cache_dir)),
-                                 data_dir=str(files.data_dir(name, cache_dir)), db_url=self.fleet.libpq_url(),
-                                 vault="sealed")
+        return overrides.replace(
+            persona_dir=str(self.persona_dir(name, cache_dir)),
+            data_dir=str(files.data_dir(name, cache_dir)),
+            db_url=self.fleet.libpq_url(),
+            vault="sealed",
+        )
 
 
 def _job_failed(what: str, status: str) -> str:

@@ -81,9 +81,17 @@ class OpenPersona:
 class WorkerRuntime:
     """The personas a worker has open (least recently used closed past `keep_open`) and the jobs' bodies."""
 
-    def __init__(self, fleet: Fleet, overrides: Overrides, *, scheduler: Scheduler | None, keep_open: int = 256,
-                 cache_dir: str | None = None, providers: dict[str, Provider] | None = None,
-                 entries: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        fleet: Fleet,
+        overrides: Overrides,
+        *,
+        scheduler: Scheduler | None,
+        keep_open: int = 256,
+        cache_dir: str | None = None,
+        providers: dict[str, Provider] | None = None,
+        entries: list[dict[str, Any]] | None = None,
+    ) -> None:
         from memory.retrieval.embeddings import open_embedder
 
         self.fleet, self.overrides, self.scheduler = fleet, overrides, scheduler
@@ -160,19 +168,34 @@ class WorkerRuntime:
 
     def _open_persona(self, name: str, playbook: str, stored: bytes | None, digest: str) -> OpenPersona:
         directory = files.materialize(name, stored or b"", digest, self.cache_dir)
-        overrides = self.overrides.replace(persona_dir=str(directory), channel="web",
-                                           data_dir=str(files.data_dir(name, self.cache_dir)),
-                                           db_url=self.fleet.libpq_url(), vault="sealed")
-        services = open_services(overrides, db=self.fleet.database(name), providers=self.providers,
-                                 entries=self.entries, embedder=self.embedder)
+        overrides = self.overrides.replace(
+            persona_dir=str(directory),
+            channel="web",
+            data_dir=str(files.data_dir(name, self.cache_dir)),
+            db_url=self.fleet.libpq_url(),
+            vault="sealed",
+        )
+        services = open_services(
+            overrides,
+            db=self.fleet.database(name),
+            providers=self.providers,
+            entries=self.entries,
+            embedder=self.embedder,
+        )
         loaded, graph = self._playbook(playbook)
         agent = Agent(loaded, services, self.saver, thread_id=THREAD, checkpoint_prefix=f"{name}/", graph=graph)
         recover_orphans(services)  # Stelis threads a killed worker left open
         cycles = TaskCycles(agent)
         cycles.resume_interrupted()
         services.background().recover()  # its scripts and model questions a killed worker left: started, or offline
-        return OpenPersona(name, digest, agent, LiveJournal(services.db, THREAD, flush_every_s=JOURNAL_FLUSH_S), cycles,
-                           started=services.clock())
+        return OpenPersona(
+            name,
+            digest,
+            agent,
+            LiveJournal(services.db, THREAD, flush_every_s=JOURNAL_FLUSH_S),
+            cycles,
+            started=services.clock(),
+        )
 
     def _close(self, name: str) -> None:
         with self._lock:
@@ -232,7 +255,8 @@ class WorkerRuntime:
             state = agent.finished_state()
             with services.managers.unit() as house:  # after the tick, in one transaction: the session and the cycles
                 persona.extra["session_digest"] = house.sessions.checkpoint(  # goals, tasks: if changed
-                    self._session(persona, house), persona.extra.get("session_digest"))
+                    self._session(persona, house), persona.extra.get("session_digest")
+                )
                 cycling = house.tasks.cycles()
                 reap = any(task.repl_status == "stopped" for task in cycling)
                 cycles = [task.id for task in cycling if task.repl_status == "running"]
@@ -246,7 +270,7 @@ class WorkerRuntime:
                 registry.record_tick(name, at=services.clock(), worker=self.token)
             if state.get("degraded") or agent.last_failure is not None:
                 persona.degraded_streak += 1
-                return min(MAX_DEGRADED_BACKOFF_S, 2.0 ** persona.degraded_streak)
+                return min(MAX_DEGRADED_BACKOFF_S, 2.0**persona.degraded_streak)
             persona.degraded_streak = 0
             return float(state.get("pause_s") or 0.0)
         finally:
@@ -272,8 +296,9 @@ class WorkerRuntime:
         if running is not None:
             return running
         services = persona.services
-        session_id, _ = house.sessions.open(THREAD, playbook=persona.agent.playbook.name,
-                                                      persona=services.persona.name, now=services.clock())
+        session_id, _ = house.sessions.open(
+            THREAD, playbook=persona.agent.playbook.name, persona=services.persona.name, now=services.clock()
+        )
         return session_id
 
     def _maybe_fetch_feeds(self, persona: OpenPersona, asked: bool) -> None:
@@ -297,8 +322,14 @@ class WorkerRuntime:
             return
         persona.dream_checked = now
         with services.db.unit() as repos:
-            reason = dream_due(repos, now, services.settings.zone(), services.settings.dreaming, started=persona.started,
-                               talking_minutes=services.settings.conversation.active_minutes)
+            reason = dream_due(
+                repos,
+                now,
+                services.settings.zone(),
+                services.settings.dreaming,
+                started=persona.started,
+                talking_minutes=services.settings.conversation.active_minutes,
+            )
         if reason is not None:
             self._scheduler().dream(persona.name)
 
@@ -314,15 +345,27 @@ class WorkerRuntime:
         persona = self.persona(name, known)
         services = persona.services
         with services.db.unit() as repos:
-            reason = dream_due(repos, services.clock(), services.settings.zone(), services.settings.dreaming,
-                               started=persona.started, talking_minutes=services.settings.conversation.active_minutes)
+            reason = dream_due(
+                repos,
+                services.clock(),
+                services.settings.zone(),
+                services.settings.dreaming,
+                started=persona.started,
+                talking_minutes=services.settings.conversation.active_minutes,
+            )
         if reason is None:
             return None
         dreamer = persona.extra.get("dreamer")
         if dreamer is None:
             loaded, graph = self._playbook("dream")
-            dreamer = persona.extra["dreamer"] = Agent(loaded, services, self.saver, thread_id=THREAD,
-                                                       checkpoint_prefix=persona.agent.checkpoint_prefix, graph=graph)
+            dreamer = persona.extra["dreamer"] = Agent(
+                loaded,
+                services,
+                self.saver,
+                thread_id=THREAD,
+                checkpoint_prefix=persona.agent.checkpoint_prefix,
+                graph=graph,
+            )
         try:
             for mode, data in dreamer.stream(None, inputs={"level": 0, "reason": reason}):
                 if mode == "custom":
@@ -331,8 +374,12 @@ class WorkerRuntime:
         except Exception as exc:  # noqa: BLE001 - a failed dream must not stop the persona; dream_due waits a day
             log.exception("persona %s: dream failed", name)
             with services.managers.unit() as house:
-                house.loop.log("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
-                               status="error", thread_id=THREAD)
+                house.loop.log(
+                    "dream",
+                    f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
+                    status="error",
+                    thread_id=THREAD,
+                )
             return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         finally:
             self._flush(persona)
@@ -405,4 +452,3 @@ def wait_for_jobs(scheduler: Scheduler, job_ids: list[int], timeout_s: float, po
             return statuses
         time.sleep(poll_s)
     return statuses
-

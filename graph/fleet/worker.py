@@ -69,9 +69,13 @@ def register_tasks(app: procrastinate.App, runtime: WorkerRuntime, scheduler: jo
         return fenced(name, lambda: runtime.export(name, session_id))
 
 
-async def recover_stalled(app: procrastinate.App, *, every_s: float = WATCH_EVERY_S,
-                          stalled_after_s: float = STALLED_AFTER_S,
-                          own: Callable[[], int | None] = lambda: None) -> None:
+async def recover_stalled(
+    app: procrastinate.App,
+    *,
+    every_s: float = WATCH_EVERY_S,
+    stalled_after_s: float = STALLED_AFTER_S,
+    own: Callable[[], int | None] = lambda: None,
+) -> None:
     """The watchdog: jobs of workers whose heartbeat stopped go back to the queue (the engine's own recovery).
     `own()`: this worker's id — its own jobs are never its business (while it stops, its heartbeat stops first)."""
     from procrastinate import exceptions
@@ -89,8 +93,12 @@ async def recover_stalled(app: procrastinate.App, *, every_s: float = WATCH_EVER
                 continue
             try:
                 await app.job_manager.retry_job(job)
-                log.warning("job %s (%s %s) of a stopped worker goes back to the queue", job.id, job.task_name,
-                            job.task_kwargs.get("name"))
+                log.warning(
+                    "job %s (%s %s) of a stopped worker goes back to the queue",
+                    job.id,
+                    job.task_name,
+                    job.task_kwargs.get("name"),
+                )
             except exceptions.UniqueViolation:  # its successor already waits: the work is done
                 await app.job_manager.finish_job(job, Status.FAILED, delete_job=False)
                 log.warning("job %s of a stopped worker closed: the persona's next job already waits", job.id)
@@ -107,10 +115,19 @@ def resume_active(fleet: Fleet, scheduler: jobs.Scheduler) -> int:
     return len(names)
 
 
-def run_worker(url: str, overrides: Overrides, *, concurrency: int = 1, keep_open: int = 256,
-               heartbeat_s: float = HEARTBEAT_S, stalled_after_s: float = STALLED_AFTER_S, poll_s: float = POLL_S,
-               name: str | None = None, providers: dict[str, Provider] | None = None,
-               entries: list[dict[str, Any]] | None = None) -> None:
+def run_worker(
+    url: str,
+    overrides: Overrides,
+    *,
+    concurrency: int = 1,
+    keep_open: int = 256,
+    heartbeat_s: float = HEARTBEAT_S,
+    stalled_after_s: float = STALLED_AFTER_S,
+    poll_s: float = POLL_S,
+    name: str | None = None,
+    providers: dict[str, Provider] | None = None,
+    entries: list[dict[str, Any]] | None = None,
+) -> None:
     """Run jobs until SIGINT/SIGTERM (the running jobs finish first; a second signal stops at once). SIGUSR1 prints
     every thread's stack (what a worker is doing)."""
     import faulthandler
@@ -133,28 +150,57 @@ def run_worker(url: str, overrides: Overrides, *, concurrency: int = 1, keep_ope
             scheduler = jobs.Scheduler(deferrer, fleet)
             jobs.ensure_job_schema(deferrer, fleet)
             log.info("worker: %d active persona(s)", resume_active(fleet, scheduler))
-            runtime = WorkerRuntime(fleet, overrides, scheduler=scheduler, keep_open=keep_open, providers=providers,
-                                    entries=entries)
+            runtime = WorkerRuntime(
+                fleet, overrides, scheduler=scheduler, keep_open=keep_open, providers=providers, entries=entries
+            )
             settle_heap()  # started: the modules, the embedding model and the pools live as long as the worker
-            asyncio.run(_work(app, runtime, scheduler, concurrency=concurrency, heartbeat_s=heartbeat_s,
-                              stalled_after_s=stalled_after_s, poll_s=poll_s, name=name or worker_token()))
+            asyncio.run(
+                _work(
+                    app,
+                    runtime,
+                    scheduler,
+                    concurrency=concurrency,
+                    heartbeat_s=heartbeat_s,
+                    stalled_after_s=stalled_after_s,
+                    poll_s=poll_s,
+                    name=name or worker_token(),
+                )
+            )
     finally:
         if runtime is not None:
             runtime.close()
         fleet.close()
 
 
-async def _work(app: procrastinate.App, runtime: WorkerRuntime, scheduler: jobs.Scheduler, *, concurrency: int,
-                heartbeat_s: float, stalled_after_s: float, poll_s: float, name: str) -> None:
+async def _work(
+    app: procrastinate.App,
+    runtime: WorkerRuntime,
+    scheduler: jobs.Scheduler,
+    *,
+    concurrency: int,
+    heartbeat_s: float,
+    stalled_after_s: float,
+    poll_s: float,
+    name: str,
+) -> None:
     from procrastinate.worker import Worker
 
     async with app.open_async():
         register_tasks(app, runtime, scheduler)
-        worker = Worker(app=app, queues=[jobs.QUEUE], concurrency=concurrency, name=name,
-                        update_heartbeat_interval=heartbeat_s, stalled_worker_timeout=stalled_after_s,
-                        fetch_job_polling_interval=poll_s, delete_jobs="successful", install_signal_handlers=True)
-        watchdog = asyncio.create_task(recover_stalled(app, stalled_after_s=stalled_after_s,
-                                                       own=lambda: worker.worker_id))
+        worker = Worker(
+            app=app,
+            queues=[jobs.QUEUE],
+            concurrency=concurrency,
+            name=name,
+            update_heartbeat_interval=heartbeat_s,
+            stalled_worker_timeout=stalled_after_s,
+            fetch_job_polling_interval=poll_s,
+            delete_jobs="successful",
+            install_signal_handlers=True,
+        )
+        watchdog = asyncio.create_task(
+            recover_stalled(app, stalled_after_s=stalled_after_s, own=lambda: worker.worker_id)
+        )
         try:
             await worker.run()
         finally:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
@@ -28,8 +29,12 @@ FEEDS_CHECK_EVERY = timedelta(minutes=1)
 class Autonomy:
     """What a root loop does besides ticking: its session, dreams, and the task sub-cycles."""
 
-    def __init__(self, agent: Agent, on_stream: Callable[[str, Any], None] | None = None,
-                 notify: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        agent: Agent,
+        on_stream: Callable[[str, Any], None] | None = None,
+        notify: Callable[[str], None] | None = None,
+    ):
         self.agent = agent
         self.on_stream = on_stream
         self.notify = notify
@@ -46,9 +51,12 @@ class Autonomy:
     def start(self) -> None:
         services = self.agent.services
         with services.db.unit() as repos:
-            self.session_id, told = services.managers.over(repos).sessions.open(self.agent.thread_id,
-                                                                  playbook=self.agent.playbook.name,
-                                                                  persona=services.persona.name, now=services.clock())
+            self.session_id, told = services.managers.over(repos).sessions.open(
+                self.agent.thread_id,
+                playbook=self.agent.playbook.name,
+                persona=services.persona.name,
+                now=services.clock(),
+            )
         for text in told:
             if self.notify:
                 self.notify(text)
@@ -69,7 +77,9 @@ class Autonomy:
         if self.human_waits():  # a task's tick asks a model: the human is answered first
             return
         for outcome in self.tasks.step(control, self.on_stream):
-            quiet = outcome.get("status") == "running" or (outcome.get("status") == "waiting" and not outcome.get("reason"))
+            quiet = outcome.get("status") == "running" or (
+                outcome.get("status") == "waiting" and not outcome.get("reason")
+            )
             if not quiet and self.on_stream:  # ended, stopped, restarted or backing off after an error
                 self.on_stream("custom", {"event": "task_cycle", **outcome})
 
@@ -95,8 +105,9 @@ class Autonomy:
         poll by file time); between ticks and while idle; a failure is logged and tried at the next turn."""
         services = self.agent.services
         settings, now = services.settings, services.clock()
-        if not settings.tools.vault or (self.vault_checked is not None and
-                                        (now - self.vault_checked).total_seconds() < settings.tools.vault_every_s):
+        if not settings.tools.vault or (
+            self.vault_checked is not None and (now - self.vault_checked).total_seconds() < settings.tools.vault_every_s
+        ):
             return None
         self.vault_checked = now
         try:
@@ -138,8 +149,12 @@ class Autonomy:
         outer = services.llms.cancel  # the loop's stop: it still cancels the dream's model call
         wake = threading.Event()
         woken: list[str] = []
-        watcher = threading.Thread(target=self._watch_for_waking, args=(now, notes_seen, outer, wake, woken),
-                                   name="dream-wake-watch", daemon=True)
+        watcher = threading.Thread(
+            target=self._watch_for_waking,
+            args=(now, notes_seen, outer, wake, woken),
+            name="dream-wake-watch",
+            daemon=True,
+        )
         watcher.start()
         try:
             with services.llms.cancel_when(wake):
@@ -154,16 +169,21 @@ class Autonomy:
             log.exception("dream failed")
             self.dream_failed_on = now.date()
             with services.managers.unit() as house:
-                house.loop.log("dream", f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
-                               status="error", thread_id=self.agent.thread_id)
+                house.loop.log(
+                    "dream",
+                    f"dream failed ({type(exc).__name__}: {exc}); tried again tomorrow",
+                    status="error",
+                    thread_id=self.agent.thread_id,
+                )
             return {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
         finally:
             wake.set()  # ends the watcher
             watcher.join(timeout=WAKE_POLL_S * 5)
         return self.dream_agent.outputs().get("dream")
 
-    def _watch_for_waking(self, since: datetime, notes_seen: int, outer: threading.Event, wake: threading.Event,
-                          woken: list[str]) -> None:
+    def _watch_for_waking(
+        self, since: datetime, notes_seen: int, outer: threading.Event, wake: threading.Event, woken: list[str]
+    ) -> None:
         """While the dream runs: the human's "Wake up" or a note ends it (its model call is cancelled, so the dream
         yields at the step it is in, and the note is answered next); so does a stop of the loop."""
         db = self.agent.services.db
@@ -188,8 +208,11 @@ class Autonomy:
         services = self.agent.services
         log.info("dream ended: %s", why)
         with services.managers.unit() as house:
-            house.loop.set_playbook_run(self.agent.thread_id, self.dream_agent.playbook.name,
-                                        {"run_id": self.dream_agent.run_id, "status": "woken"})
+            house.loop.set_playbook_run(
+                self.agent.thread_id,
+                self.dream_agent.playbook.name,
+                {"run_id": self.dream_agent.run_id, "status": "woken"},
+            )
             house.loop.log("dream", f"dream ended: {why}", status="done", thread_id=self.agent.thread_id)
         if self.on_stream:
             self.on_stream("custom", {"event": "dream_woken", "reason": why})
@@ -199,4 +222,6 @@ class Autonomy:
         if self.session_id is None:
             return
         with self.agent.services.db.unit() as repos:
-            self.agent.services.managers.over(repos).sessions.close(self.session_id, self.agent.services.clock(), status=status)
+            self.agent.services.managers.over(repos).sessions.close(
+                self.session_id, self.agent.services.clock(), status=status
+            )

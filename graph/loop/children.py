@@ -35,11 +35,29 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[2]  # where run.py is
 STOP_GRACE_S = 20.0
 # the parent's run settings a child thinks with, passed as ANIMA_* (persona/settings.py layer 4)
-MODEL_FIELDS = ("llm_url", "model", "llm_api", "api_key_env", "context_window", "embedded", "embedded_model",
-                "embedded_context_window", "cache_dir", "embed_url", "embed_model", "chroma_url")
+MODEL_FIELDS = (
+    "llm_url",
+    "model",
+    "llm_api",
+    "api_key_env",
+    "context_window",
+    "embedded",
+    "embedded_model",
+    "embedded_context_window",
+    "cache_dir",
+    "embed_url",
+    "embed_model",
+    "chroma_url",
+)
 # the parent's own places and door settings, never handed to a child
-NOT_INHERITED = ("ANIMA_DATA_DIR", "ANIMA_PERSONA_DIR", "ANIMA_DB_URL", "ANIMA_WEB_PORT", "ANIMA_API_TOKEN",
-                 "ANIMA_SPAWN__AUTOSTART")
+NOT_INHERITED = (
+    "ANIMA_DATA_DIR",
+    "ANIMA_PERSONA_DIR",
+    "ANIMA_DB_URL",
+    "ANIMA_WEB_PORT",
+    "ANIMA_API_TOKEN",
+    "ANIMA_SPAWN__AUTOSTART",
+)
 
 
 @dataclass
@@ -90,8 +108,10 @@ class Children:
             children = house.loop.lineage_children()
         for entry in children:
             if not entry.get("port") or not entry.get("data_dir") or not Path(entry.get("persona_dir", "")).is_dir():
-                log.warning("spawn: child %s has no port or places of its own (born before autostart): start it "
-                            "by hand", entry.get("name"))
+                log.warning(
+                    "spawn: child %s has no port or places of its own (born before autostart): start it by hand",
+                    entry.get("name"),
+                )
                 continue
             try:
                 run = self._start_one(entry, parent_url)
@@ -115,14 +135,28 @@ class Children:
             finally:
                 child_db.close()
         url = f"http://127.0.0.1:{int(entry['port'])}"
-        command = [sys.executable, str(ROOT / "run.py"), "--persona", str(entry["persona_dir"]), "--data-dir",
-                   str(data_dir), "--port", str(int(entry["port"]))] + (["--db", db_url] if db_url else [])
+        command = [
+            sys.executable,
+            str(ROOT / "run.py"),
+            "--persona",
+            str(entry["persona_dir"]),
+            "--data-dir",
+            str(data_dir),
+            "--port",
+            str(int(entry["port"])),
+        ] + (["--db", db_url] if db_url else [])
         log_path = data_dir / "run.log"
         data_dir.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as out:
-            process = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, env=_environment(self.settings),
-                                       start_new_session=True)
+            process = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=_environment(self.settings),
+                start_new_session=True,
+            )
         run = ChildRun(name, url, process, log_path)
         deadline = time.monotonic() + self.settings.spawn.start_timeout_s
         while time.monotonic() < deadline:
@@ -133,8 +167,13 @@ class Children:
                 log.info("spawn: child %s runs at %s", name, url)
                 return run
             time.sleep(0.3)
-        log.warning("spawn: child %s did not answer at %s in %.0f s: stopped (see %s)", name, url,
-                    self.settings.spawn.start_timeout_s, log_path)
+        log.warning(
+            "spawn: child %s did not answer at %s in %.0f s: stopped (see %s)",
+            name,
+            url,
+            self.settings.spawn.start_timeout_s,
+            log_path,
+        )
         self._stop(run)
         return None
 

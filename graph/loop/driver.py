@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
@@ -67,8 +68,15 @@ def idle_should_wake(agent: Agent, now: datetime) -> bool:
         return agent.services.managers.over(repos).loop.wake_if_due(agent.thread_id, now)
 
 
-def pause(agent: Agent, stopper: Stopper, seconds: float, *, notes_after: int, poll_s: float = 1.0,
-          unless_waiting: bool = False) -> bool:
+def pause(
+    agent: Agent,
+    stopper: Stopper,
+    seconds: float,
+    *,
+    notes_after: int,
+    poll_s: float = 1.0,
+    unless_waiting: bool = False,
+) -> bool:
     """Sleep `seconds`; a stop or a note from the human newer than `notes_after` (a note id) ends it early.
     Returns True when a note ended it. One indexed query a second: a note waits at most `poll_s`. With
     `unless_waiting` (the pause after a good tick — the persona's own pace, or the stagnation reflex's), no pause
@@ -101,8 +109,9 @@ def quiet_tick(agent: Agent, thought_ticks: int) -> float | None:
     before the next look (the quiet tick is recorded)."""
     services = agent.services
     with services.managers.unit() as house:
-        decision = house.thinking.decide(agent.thread_id, services.clock(), thinking_mode(agent),
-                                         ticks_since_start=thought_ticks)
+        decision = house.thinking.decide(
+            agent.thread_id, services.clock(), thinking_mode(agent), ticks_since_start=thought_ticks
+        )
         if decision.think:
             house.thinking.thought(agent.thread_id, services.clock())
             return None
@@ -143,10 +152,18 @@ def human_waits(agent: Agent) -> bool:
         return bool(services.managers.over(repos).conversation.waiting())
 
 
-def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None = None,
-             on_stream: Callable[[str, Any], None] | None = None, idle_poll_s: float = 1.0,
-             inputs: dict[str, Any] | None = None, autonomy: bool = True,
-             notify: Callable[[str], None] | None = None, note_poll_s: float = 0.25) -> LoopResult:
+def run_loop(
+    agent: Agent,
+    ticks: int | None = None,
+    *,
+    stopper: Stopper | None = None,
+    on_stream: Callable[[str, Any], None] | None = None,
+    idle_poll_s: float = 1.0,
+    inputs: dict[str, Any] | None = None,
+    autonomy: bool = True,
+    notify: Callable[[str], None] | None = None,
+    note_poll_s: float = 0.25,
+) -> LoopResult:
     """Tick until `ticks` ran or a stop is requested; `inputs` (the playbook's) go in with the first tick.
 
     With `autonomy` (the default) the run is a session (saved at stop), the persona dreams when it is due, and
@@ -196,14 +213,23 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                             quiet_pause(agent, stopper, quiet, note_poll_s)
                         continue
                 with agent.services.managers.reading() as house:
-                    notes_seen = house.conversation.newest_note_id()  # a note written during the tick also ends its pause
+                    notes_seen = (
+                        house.conversation.newest_note_id()
+                    )  # a note written during the tick also ends its pause
                 if on_stream and agent.interrupted:  # its opening step does not run again: say which tick goes on
                     opened = agent.state()
-                    on_stream("custom", {"event": "tick_resumed", "tick": opened.get("tick"),
-                                         "thread_id": opened.get("thread_id") or agent.thread_id})
+                    on_stream(
+                        "custom",
+                        {
+                            "event": "tick_resumed",
+                            "tick": opened.get("tick"),
+                            "thread_id": opened.get("thread_id") or agent.thread_id,
+                        },
+                    )
                 with tick_span(agent.thread_id, agent.services.settings.name):
-                    for mode, data in agent.stream(stopper.control, inputs if result.ticks_run == 0 else None,
-                                                   events=on_stream is not None):
+                    for mode, data in agent.stream(
+                        stopper.control, inputs if result.ticks_run == 0 else None, events=on_stream is not None
+                    ):
                         if on_stream:
                             on_stream(mode, data)
                 result.ticks_run += 1
@@ -215,12 +241,14 @@ def run_loop(agent: Agent, ticks: int | None = None, *, stopper: Stopper | None 
                     result.failed_ticks += 1
                     if notify:
                         failure = agent.last_failure
-                        notify(f"tick {failure.tick} failed{' in ' + failure.step if failure.step else ''}: "
-                               f"{failure.error[:300]} — its output is quarantined; the next tick starts clean")
+                        notify(
+                            f"tick {failure.tick} failed{' in ' + failure.step if failure.step else ''}: "
+                            f"{failure.error[:300]} — its output is quarantined; the next tick starts clean"
+                        )
                 backoff = bool(state.get("degraded") or agent.last_failure is not None)
                 if backoff:  # back off, in case the fault persists
                     degraded_streak += 1
-                    wait = min(MAX_DEGRADED_BACKOFF_S, 2.0 ** degraded_streak)
+                    wait = min(MAX_DEGRADED_BACKOFF_S, 2.0**degraded_streak)
                 elif ticks is None or result.ticks_run < ticks:
                     degraded_streak = 0
                     wait = float(state.get("pause_s") or 0.0)
@@ -273,7 +301,9 @@ def _report(agent: Agent, reported: list[str], state: str) -> None:
     import os
 
     with agent.services.db.unit() as repos:
-        agent.services.managers.over(repos).loop.record_status(state, now=agent.services.clock(), thread=agent.thread_id, pid=os.getpid())
+        agent.services.managers.over(repos).loop.record_status(
+            state, now=agent.services.clock(), thread=agent.thread_id, pid=os.getpid()
+        )
     reported[:] = [state]
 
 

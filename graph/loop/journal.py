@@ -38,12 +38,22 @@ def step_summary(node: str, update: dict[str, Any]) -> dict[str, Any]:
     """What a live view needs of a step's update (the state itself stays in the checkpoint)."""
     if node == "call_llm":
         llm = update.get("llm") or {}
-        return {"degraded": bool(update.get("degraded")), "llm_id": llm.get("llm_id"),
-                "prompt_tokens": llm.get("prompt_tokens"), "completion_tokens": llm.get("completion_tokens"),
-                "tokens_per_s": llm.get("tokens_per_s"), "response": str(update.get("response") or "")[:TEXT_CHARS]}
+        return {
+            "degraded": bool(update.get("degraded")),
+            "llm_id": llm.get("llm_id"),
+            "prompt_tokens": llm.get("prompt_tokens"),
+            "completion_tokens": llm.get("completion_tokens"),
+            "tokens_per_s": llm.get("tokens_per_s"),
+            "response": str(update.get("response") or "")[:TEXT_CHARS],
+        }
     if node == "execute_commands":
-        return {"executed": [{"type": str(e.get("type"))[:80], "status": e.get("status")}
-                             for e in (update.get("executed") or [])[:40]], "idle": bool(update.get("idle"))}
+        return {
+            "executed": [
+                {"type": str(e.get("type"))[:80], "status": e.get("status")}
+                for e in (update.get("executed") or [])[:40]
+            ],
+            "idle": bool(update.get("idle")),
+        }
     return {"keys": sorted(update)[:20]}
 
 
@@ -80,11 +90,26 @@ class LiveJournal:
             if node == "execute_commands":
                 self.put("tick", node=node, data={"executed": len(update.get("executed") or [])}, at=now)
 
-    def put(self, kind: str, *, node: str | None = None, data: dict[str, Any] | None = None,
-            at: datetime | None = None, thread_id: str | None = None, tick: int | None = None) -> None:
-        self._queue.put({"at": at or utcnow(), "thread_id": thread_id or self.thread_id,
-                         "tick": self.tick if tick is None else tick, "kind": kind[:32],
-                         "node": (node or None) and str(node)[:128], "data": _bounded(data or {})})
+    def put(
+        self,
+        kind: str,
+        *,
+        node: str | None = None,
+        data: dict[str, Any] | None = None,
+        at: datetime | None = None,
+        thread_id: str | None = None,
+        tick: int | None = None,
+    ) -> None:
+        self._queue.put(
+            {
+                "at": at or utcnow(),
+                "thread_id": thread_id or self.thread_id,
+                "tick": self.tick if tick is None else tick,
+                "kind": kind[:32],
+                "node": (node or None) and str(node)[:128],
+                "data": _bounded(data or {}),
+            }
+        )
 
     def close(self) -> None:
         self._queue.put(None)

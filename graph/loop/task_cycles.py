@@ -3,7 +3,8 @@
 The loop driver calls `TaskCycles.step()` after each main tick (and while the main loop idles): every running
 sub-cycle runs one checkpointed tick of the same playbook in its thread, with the task as its seed and the
 command policy of its mode (nodes/steps/s12_execute_commands.py): `read_only` (HMP's auxiliary REPL) or `full`
-(HMP `repl_mode: full`: any command, under the same consent rules as the main loop). What ends a cycle, and what the main loop hears of it:
+(HMP `repl_mode: full`: any command, under the same consent rules as the main loop). What ends a cycle, and what the
+main loop hears of it:
 
 - the task is done/failed/cancelled (the cycle set it, or the main loop did) → stopped, chronicle as a note;
 - its own budget (`token_budget`: prompt + completion tokens of its model calls, restarts included) is spent →
@@ -20,7 +21,8 @@ command policy of its mode (nodes/steps/s12_execute_commands.py): `read_only` (H
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
@@ -61,8 +63,9 @@ class TaskCycles:
                 notify(text)
         return told
 
-    def step(self, control: RunControl | None = None,
-             on_stream: Callable[[str, Any], None] | None = None) -> list[dict[str, Any]]:
+    def step(
+        self, control: RunControl | None = None, on_stream: Callable[[str, Any], None] | None = None
+    ) -> list[dict[str, Any]]:
         """One tick of every running sub-cycle, then the bookkeeping of those that ended. Returns what happened."""
         report = []
         running = self.running()
@@ -76,8 +79,13 @@ class TaskCycles:
         with self.services.managers.reading() as house:
             return house.task_cycles.running()
 
-    def step_one(self, task_id: int, thread_id: str, control: RunControl | None = None,
-                 on_stream: Callable[[str, Any], None] | None = None) -> dict[str, Any]:
+    def step_one(
+        self,
+        task_id: int,
+        thread_id: str,
+        control: RunControl | None = None,
+        on_stream: Callable[[str, Any], None] | None = None,
+    ) -> dict[str, Any]:
         """One tick of one sub-cycle (a job of its own in a deployment: graph/fleet/), or its end."""
         outcome = self._finish_if_over(task_id) or self._waiting(task_id)
         if outcome is not None:
@@ -124,8 +132,9 @@ class TaskCycles:
             state = house.task_cycles.state(task_id)
         chronicle = None
         if state.running and state.thread_id:
-            result = close_thread(self.services, state.thread_id,
-                                  status="completed" if status == "stopped" else "aborted", error=error)
+            result = close_thread(
+                self.services, state.thread_id, status="completed" if status == "stopped" else "aborted", error=error
+            )
             chronicle = result.chronicle
         with self.services.managers.unit() as house:
             house.task_cycles.ended(state, reason, status=status, error=error, chronicle=chronicle)
@@ -139,17 +148,22 @@ class TaskCycles:
         restarts = int(state.config.get("restarts") or 0)
         if restarts >= int(state.config.get("max_restarts") or 0):
             return self._stop(task_id, f"timeout after {restarts} restart(s)", status="stopped", error="timeout")
-        assert state.thread_id is not None and state.parent_id is not None, \
+        assert state.thread_id is not None and state.parent_id is not None, (
             f"task {task_id}'s sub-cycle has no thread of its own"
+        )
         close_thread(self.services, state.thread_id, status="aborted", error="timeout: restarted")
         self.agents.pop(state.thread_id, None)
         with self.services.managers.unit() as house:
             child, _, _ = house.threads.open_child(
-                parent_id=state.parent_id, child_id=f"{state.thread_id}-r{restarts + 1}",
+                parent_id=state.parent_id,
+                child_id=f"{state.thread_id}-r{restarts + 1}",
                 label=f"task {task_id}: {state.title} (restart {restarts + 1})"[:200],
                 window_ratio=float(state.config.get("window_ratio") or 0.5),
-                max_depth=self.services.settings.stelis.max_depth, origin="task", persona=self.services.persona.name,
-                owner=process_token())
+                max_depth=self.services.settings.stelis.max_depth,
+                origin="task",
+                persona=self.services.persona.name,
+                owner=process_token(),
+            )
             house.task_cycles.restarted(state, child.id)
         return {"task_id": task_id, "status": "running", "reason": f"timeout: restart {restarts + 1}"}
 

@@ -24,6 +24,23 @@ from graph.playbook.model import (
     coerce_inputs,
 )
 
-__all__ = ["END", "CommandNode", "ConditionalNext", "InputError", "LLMNode", "Playbook", "PlaybookError", "SetNode", "StelisEndNode",
-           "StelisStartNode", "StepNode", "SubplaybookNode", "coerce_inputs", "load_playbook", "parse_playbook",
-           "playbook_json_schema", "resolve_playbook_path", "shipped_playbooks_dir"]
+__all__ = [
+    "END",
+    "CommandNode",
+    "ConditionalNext",
+    "InputError",
+    "LLMNode",
+    "Playbook",
+    "PlaybookError",
+    "SetNode",
+    "StelisEndNode",
+    "StelisStartNode",
+    "StepNode",
+    "SubplaybookNode",
+    "coerce_inputs",
+    "load_playbook",
+    "parse_playbook",
+    "playbook_json_schema",
+    "resolve_playbook_path",
+    "shipped_playbooks_dir",
+]

@@ -25,8 +25,8 @@ from graph.playbook.model import (
     SubplaybookNode,
 )
 from nodes.kinds.expressions import syntax_error
-from nodes.state import STATE_FIELDS
 from nodes.kinds.variables import RESERVED_NAMES
+from nodes.state import STATE_FIELDS
 
 Where = tuple[str | int, ...]  # a place in the playbook: keys and list indexes
 Issue = tuple[Where, str]
@@ -80,14 +80,21 @@ def _node_issues(pb: Playbook, steps: set[str]) -> list[Issue]:
         if node.id == END:
             issues.append((at + ("id",), "END is reserved for the end of the graph"))
         if isinstance(node, StepNode) and node.type not in steps:
-            issues.append((at + ("type",), f"unknown step type {node.type!r} (known: {', '.join(sorted(steps))}, "
-                                           "llm, set, subplaybook, stelis_start, stelis_end)"))
+            issues.append(
+                (
+                    at + ("type",),
+                    f"unknown step type {node.type!r} (known: {', '.join(sorted(steps))}, "
+                    "llm, set, subplaybook, stelis_start, stelis_end)",
+                )
+            )
         if node.next is None and node.conditional_next is None:
             issues.append((at, f"node {node.id!r} has neither next nor conditional_next (use next: END)"))
         if node.next is not None and node.conditional_next is not None:
             issues.append((at + ("conditional_next",), "give either next or conditional_next, not both"))
         if isinstance(node, StelisStartNode) and node.conditional_next is not None:
-            issues.append((at + ("conditional_next",), "a stelis_start continues with `next` (the thread's first node)"))
+            issues.append(
+                (at + ("conditional_next",), "a stelis_start continues with `next` (the thread's first node)")
+            )
         if node.next is not None and node.next not in known:
             issues.append((at + ("next",), f"unknown node {node.next!r}"))
         if node.conditional_next:
@@ -133,7 +140,7 @@ def _expression_issues(node: Any, reserved: set[str]) -> list[Issue]:
         for var, expr in node.inputs.items():
             if isinstance(expr, str):
                 template(("inputs", var), expr, "expression")
-        for var in (node.outputs or {}):
+        for var in node.outputs or {}:
             name(("outputs", var), var)
     elif isinstance(node, StelisStartNode):
         template(("label",), node.label)
@@ -175,25 +182,37 @@ def compute_scopes(pb: Playbook) -> tuple[dict[str | None, Scope], set[str], lis
             seen.add(current)
             if current == END:
                 if scope.start is not None:
-                    issues.append((("nodes", idx[scope.start], "id"),
-                                   f"Stelis thread {scope.start!r} can reach END without passing a stelis_end "
-                                   "(check `next` and conditional defaults inside it)"))
+                    issues.append(
+                        (
+                            ("nodes", idx[scope.start], "id"),
+                            f"Stelis thread {scope.start!r} can reach END without passing a stelis_end "
+                            "(check `next` and conditional defaults inside it)",
+                        )
+                    )
                 continue
             node = by_id[current]
             if isinstance(node, StelisEndNode):
                 reached_ends.add(current)
                 if scope.start is None:
-                    issues.append((("nodes", idx[current], "type"),
-                                   f"stelis_end {current!r} is reached without a stelis_start before it"))
+                    issues.append(
+                        (
+                            ("nodes", idx[current], "type"),
+                            f"stelis_end {current!r} is reached without a stelis_start before it",
+                        )
+                    )
                     continue
                 if current not in ends:
                     ends.append(current)
                 continue
             if current in owner and owner[current] != scope.start:
-                issues.append((("nodes", idx[current], "id"),
-                               f"node {current!r} is reached both in {label(owner[current])} and in {label(scope.start)}: "
-                               "an edge crosses a Stelis boundary (enter only through stelis_start, leave only "
-                               "through its stelis_end)"))
+                issues.append(
+                    (
+                        ("nodes", idx[current], "id"),
+                        f"node {current!r} is reached both in {label(owner[current])} and in {label(scope.start)}: "
+                        "an edge crosses a Stelis boundary (enter only through stelis_start, leave only "
+                        "through its stelis_end)",
+                    )
+                )
                 continue
             owner[current] = scope.start
             scope.members.append(current)
@@ -203,9 +222,13 @@ def compute_scopes(pb: Playbook) -> tuple[dict[str | None, Scope], set[str], lis
                 child = Scope(node.id, node.next or END, depth=scope.depth + 1)
                 scopes[node.id] = child
                 if child.depth > node.max_depth:
-                    issues.append((("nodes", idx[node.id], "max_depth"),
-                                   f"Stelis thread {node.id!r} is nested {child.depth} deep, over its max_depth "
-                                   f"{node.max_depth}"))
+                    issues.append(
+                        (
+                            ("nodes", idx[node.id], "max_depth"),
+                            f"Stelis thread {node.id!r} is nested {child.depth} deep, over its max_depth "
+                            f"{node.max_depth}",
+                        )
+                    )
                 walk(child)
                 if child.end is not None:
                     frontier += by_id[child.end].targets()
@@ -213,18 +236,27 @@ def compute_scopes(pb: Playbook) -> tuple[dict[str | None, Scope], set[str], lis
             frontier += node.targets()
         if scope.start is not None:
             if not ends:
-                issues.append((("nodes", idx[scope.start], "next"),
-                               f"stelis_start {scope.start!r} never reaches a stelis_end"))
+                issues.append(
+                    (("nodes", idx[scope.start], "next"), f"stelis_start {scope.start!r} never reaches a stelis_end")
+                )
             elif len(ends) > 1:
-                issues.append((("nodes", idx[scope.start], "next"),
-                               f"stelis_start {scope.start!r} reaches several stelis_end nodes "
-                               f"({', '.join(map(repr, ends))}); a thread has exactly one"))
+                issues.append(
+                    (
+                        ("nodes", idx[scope.start], "next"),
+                        f"stelis_start {scope.start!r} reaches several stelis_end nodes "
+                        f"({', '.join(map(repr, ends))}); a thread has exactly one",
+                    )
+                )
             else:
                 scope.end = ends[0]
                 closer = next((s for k, s in scopes.items() if k != scope.start and s.end == ends[0]), None)
                 if closer is not None:
-                    issues.append((("nodes", idx[ends[0]], "id"),
-                                   f"stelis_end {ends[0]!r} closes both {closer.start!r} and {scope.start!r}"))
+                    issues.append(
+                        (
+                            ("nodes", idx[ends[0]], "id"),
+                            f"stelis_end {ends[0]!r} closes both {closer.start!r} and {scope.start!r}",
+                        )
+                    )
 
     top = Scope(None, pb.start)
     scopes[None] = top
@@ -240,15 +272,24 @@ def _subplaybook_issues(pb: Playbook) -> list[Issue]:
         at: Where = ("nodes", index)
         for key in node.inputs:
             if key not in callee.inputs:
-                issues.append((at + ("inputs", key), f"{callee.name!r} has no input {key!r} "
-                                                     f"(inputs: {', '.join(callee.inputs) or 'none'})"))
+                issues.append(
+                    (
+                        at + ("inputs", key),
+                        f"{callee.name!r} has no input {key!r} (inputs: {', '.join(callee.inputs) or 'none'})",
+                    )
+                )
         for key, spec in callee.inputs.items():
             if spec.required and key not in node.inputs:
                 issues.append((at + ("inputs",), f"{callee.name!r} needs input {key!r}"))
         for caller_var, callee_var in (node.outputs or {}).items():
             if callee_var not in callee.outputs:
-                issues.append((at + ("outputs", caller_var), f"{callee.name!r} has no output {callee_var!r} "
-                                                             f"(outputs: {', '.join(callee.outputs) or 'none'})"))
+                issues.append(
+                    (
+                        at + ("outputs", caller_var),
+                        f"{callee.name!r} has no output {callee_var!r} "
+                        f"(outputs: {', '.join(callee.outputs) or 'none'})",
+                    )
+                )
     return issues
 
 
@@ -279,6 +320,10 @@ def _output_issues(pb: Playbook, registry: dict[str, Any]) -> list[Issue]:
             issues.append((("inputs", key, "default"), "a required input takes no default"))
     for index, var in enumerate(pb.outputs):
         if var not in produced:
-            issues.append((("outputs", index), f"output {var!r} is never set by an input, llm, set, subplaybook, step "
-                                               "or stelis_start node"))
+            issues.append(
+                (
+                    ("outputs", index),
+                    f"output {var!r} is never set by an input, llm, set, subplaybook, step or stelis_start node",
+                )
+            )
     return issues

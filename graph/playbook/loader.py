@@ -27,8 +27,9 @@ def _error_path(loc: Where) -> Where:
     return path
 
 
-def parse_playbook(text: str, source: str = "<playbook>", steps: set[str] | None = None,
-                   _stack: tuple[str, ...] = ()) -> Playbook:
+def parse_playbook(
+    text: str, source: str = "<playbook>", steps: set[str] | None = None, _stack: tuple[str, ...] = ()
+) -> Playbook:
     name = Path(source).name
     try:
         doc = parse_lined_yaml(text, source)
@@ -61,7 +62,7 @@ def _load_subplaybooks(pb: Playbook, stack: tuple[str, ...]) -> list[Issue]:
         path = resolve_playbook_path(node.playbook, pb.source)
         resolved = str(path.resolve())
         if resolved in stack:
-            chain = " → ".join(Path(p).stem for p in stack[stack.index(resolved):]) + f" → {path.stem}"
+            chain = " → ".join(Path(p).stem for p in stack[stack.index(resolved) :]) + f" → {path.stem}"
             issues.append((at, f"subplaybook cycle: {chain}"))
         elif not path.exists():
             issues.append((at, f"no playbook {node.playbook!r} (looked for {path})"))

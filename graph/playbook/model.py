@@ -2,14 +2,15 @@
 checks.py checks the graph).
 
 Node types: the built-in tick steps (nodes.STEPS, options under `params`), `llm`, `set`, `command` (one of the
-persona's commands, through the consent gate), `subplaybook`, `stelis_start` and `stelis_end`. Variables (inputs, `llm` outputs, `set` assignments)
+persona's commands, through the consent gate), `subplaybook`, `stelis_start` and `stelis_end`. Variables (inputs, `llm`
+outputs, `set` assignments)
 live in the state's `vars`; templates and expressions see them by name.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
@@ -48,10 +49,15 @@ class StepNode(_Node):
 
 class LLMNode(_Node):
     type: Literal["llm"]
-    prompt: str = Field(min_length=1, description="Jinja template over the variables; {{ history }} is the thread's history, fitted to its window")
+    prompt: str = Field(
+        min_length=1,
+        description="Jinja template over the variables; {{ history }} is the thread's history, fitted to its window",
+    )
     output: str = Field(pattern=IDENTIFIER, description="variable that receives the answer")
     system: str | None = Field(default=None, description="optional system message template (chat models)")
-    json_schema: dict[str, Any] | None = Field(default=None, alias="schema", description="JSON Schema for a structured answer")
+    json_schema: dict[str, Any] | None = Field(
+        default=None, alias="schema", description="JSON Schema for a structured answer"
+    )
     purpose: str = "step"
     max_tokens: int = Field(default=256, ge=1, le=32768)
     temperature: float | None = Field(default=None, ge=0, le=2)
@@ -60,15 +66,23 @@ class LLMNode(_Node):
 
 class SetNode(_Node):
     type: Literal["set"]
-    assign: dict[str, Any] = Field(min_length=1, description="name -> expression (strings) or literal; evaluated in order")
+    assign: dict[str, Any] = Field(
+        min_length=1, description="name -> expression (strings) or literal; evaluated in order"
+    )
 
 
 class CommandNode(_Node):
     type: Literal["command"]
-    command: str = Field(pattern=r"^[a-z_]+\.[a-z_]+$", description="a persona command (help.show lists them), e.g. "
-                         "mcp.call; it passes the consent gate as the persona's own would")
-    args: dict[str, Any] = Field(default_factory=dict, description="argument -> expression (strings, also inside "
-                                 "lists and objects) or literal; a literal string is quoted: \"'tools'\"")
+    command: str = Field(
+        pattern=r"^[a-z_]+\.[a-z_]+$",
+        description="a persona command (help.show lists them), e.g. "
+        "mcp.call; it passes the consent gate as the persona's own would",
+    )
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="argument -> expression (strings, also inside "
+        "lists and objects) or literal; a literal string is quoted: \"'tools'\"",
+    )
     output: str = Field(pattern=IDENTIFIER, description="variable that receives {status, result}")
 
 
@@ -76,7 +90,9 @@ class SubplaybookNode(_Node):
     type: Literal["subplaybook"]
     playbook: str = Field(min_length=1, description="file path (relative to this playbook) or shipped name")
     inputs: dict[str, Any] = Field(default_factory=dict, description="callee input -> expression (strings) or literal")
-    outputs: dict[str, str] | None = Field(default=None, description="caller variable -> callee output; default: all, same names")
+    outputs: dict[str, str] | None = Field(
+        default=None, description="caller variable -> callee output; default: all, same names"
+    )
 
 
 class StelisStartNode(_Node):
@@ -84,10 +100,15 @@ class StelisStartNode(_Node):
     label: str = Field(min_length=1, description="template, e.g. 'task {{ i + 1 }}'")
     window_ratio: float = Field(default=0.8, gt=0, le=1, description="the child's share of its parent's window")
     max_depth: int = Field(default=3, ge=1, le=10)
-    chronicle_prompt: str | None = Field(default=None, description="what the chronicle must cover (default: everything)")
-    result: str = Field(default="stelis", pattern=IDENTIFIER, description="variable receiving {thread_id, status, chronicle, …}")
-    outputs: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(default_factory=list,
-                                                                     description="child variables copied back to the parent")
+    chronicle_prompt: str | None = Field(
+        default=None, description="what the chronicle must cover (default: everything)"
+    )
+    result: str = Field(
+        default="stelis", pattern=IDENTIFIER, description="variable receiving {thread_id, status, chronicle, …}"
+    )
+    outputs: list[Annotated[str, Field(pattern=IDENTIFIER)]] = Field(
+        default_factory=list, description="child variables copied back to the parent"
+    )
 
 
 class StelisEndNode(_Node):
@@ -101,15 +122,13 @@ def _node_kind(value: Any) -> str:
 
 
 PlaybookNode = Annotated[
-    Union[
-        Annotated[LLMNode, Tag("llm")],
-        Annotated[SetNode, Tag("set")],
-        Annotated[CommandNode, Tag("command")],
-        Annotated[SubplaybookNode, Tag("subplaybook")],
-        Annotated[StelisStartNode, Tag("stelis_start")],
-        Annotated[StelisEndNode, Tag("stelis_end")],
-        Annotated[StepNode, Tag("step")],
-    ],
+    Annotated[LLMNode, Tag("llm")]
+    | Annotated[SetNode, Tag("set")]
+    | Annotated[CommandNode, Tag("command")]
+    | Annotated[SubplaybookNode, Tag("subplaybook")]
+    | Annotated[StelisStartNode, Tag("stelis_start")]
+    | Annotated[StelisEndNode, Tag("stelis_end")]
+    | Annotated[StepNode, Tag("step")],  # noqa: E501
     Discriminator(_node_kind),
 ]
 
@@ -129,11 +148,13 @@ class Playbook(BaseModel):
     loop: bool = Field(default=False, description="true: the driver runs it once per tick until stopped (repl, epos)")
     settings: dict[str, Any] = Field(default_factory=dict, description="defaults for every step's params (e.g. mode)")
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
-    outputs: list[str] = Field(default_factory=list, description="variables copied back to the caller / printed by the CLI")
+    outputs: list[str] = Field(
+        default_factory=list, description="variables copied back to the caller / printed by the CLI"
+    )
     start: str
     nodes: list[PlaybookNode] = Field(min_length=1)
     source: str | None = Field(default=None, exclude=True)
-    subplaybooks: dict[str, "Playbook"] = Field(default_factory=dict, exclude=True)
+    subplaybooks: dict[str, Playbook] = Field(default_factory=dict, exclude=True)
 
     def node(self, node_id: str) -> Any:
         return next(n for n in self.nodes if n.id == node_id)
@@ -153,8 +174,10 @@ def coerce_inputs(pb: Playbook, given: dict[str, Any]) -> dict[str, Any]:
     """Inputs checked against the playbook's declaration: strings from the command line are converted."""
     unknown = sorted(set(given) - set(pb.inputs))
     if unknown:
-        raise InputError(f"playbook {pb.name!r} has no input {', '.join(map(repr, unknown))} "
-                         f"(inputs: {', '.join(pb.inputs) or 'none'})")
+        raise InputError(
+            f"playbook {pb.name!r} has no input {', '.join(map(repr, unknown))} "
+            f"(inputs: {', '.join(pb.inputs) or 'none'})"
+        )
     values: dict[str, Any] = {}
     for key, spec in pb.inputs.items():
         if key not in given:
@@ -173,9 +196,21 @@ def _coerce_input(playbook: str, key: str, spec: InputSpec, value: Any) -> Any:
                 if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
                     raise ValueError(value)
                 return value.strip().lower() in ("true", "1", "yes")
-            value = json.loads(value) if spec.type in ("array", "object") else float(value) if spec.type == "number" else int(value)
-        kinds: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "number": (int, float),
-                                                     "boolean": bool, "array": list, "object": dict}
+            value = (
+                json.loads(value)
+                if spec.type in ("array", "object")
+                else float(value)
+                if spec.type == "number"
+                else int(value)
+            )
+        kinds: dict[str, type | tuple[type, ...]] = {
+            "string": str,
+            "integer": int,
+            "number": (int, float),
+            "boolean": bool,
+            "array": list,
+            "object": dict,
+        }
         expected = kinds[spec.type]
         if not isinstance(value, expected) or (spec.type in ("integer", "number") and isinstance(value, bool)):
             raise TypeError(type(value).__name__)

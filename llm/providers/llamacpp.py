@@ -26,7 +26,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from llm.base import (
     Generation,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # heavy imports, loaded on the first call
     from llama_cpp.llama_types import ChatCompletionRequestMessage
 
     # per token kind (0 masked, 1 word, 2 mark, 3 line break), then the tokens masked after each kind ("start": first)
-    _WordMasks = tuple[npt.NDArray[np.int8], dict[Union[str, int], npt.NDArray[np.bool_]]]
+    _WordMasks = tuple[npt.NDArray[np.int8], dict[str | int, npt.NDArray[np.bool_]]]
 
 # One model load at a time in the process. With verbose=False, llama-cpp-python silences a load by dup2-ing
 # /dev/null over fds 1 and 2 (and swapping sys.stdout/sys.stderr), then restoring what it saved on entry. Two
@@ -71,9 +71,17 @@ def available_cpus() -> int:
 class EmbeddedLlamaCpp:
     provider = "llamacpp"
 
-    def __init__(self, id: str = "embedded", model_path: str | None = None, context_window: int = 8192,
-                 n_threads: int | None = None, seed: int = -1, cache_dir: str | None = None,
-                 voice: str | None = None, chat_template: bool | None = None) -> None:
+    def __init__(
+        self,
+        id: str = "embedded",
+        model_path: str | None = None,
+        context_window: int = 8192,
+        n_threads: int | None = None,
+        seed: int = -1,
+        cache_dir: str | None = None,
+        voice: str | None = None,
+        chat_template: bool | None = None,
+    ) -> None:
         from llm.embedded_model import voice_of
 
         self.id = id
@@ -94,7 +102,7 @@ class EmbeddedLlamaCpp:
         self.count_tokens = functools.lru_cache(maxsize=COUNT_CACHE)(self._count_tokens)
 
     @classmethod
-    def from_entry(cls, entry: dict[str, Any]) -> "EmbeddedLlamaCpp":
+    def from_entry(cls, entry: dict[str, Any]) -> EmbeddedLlamaCpp:
         cfg = entry.get("config") or {}
         return cls(
             id=entry.get("id", "embedded"),
@@ -120,8 +128,9 @@ class EmbeddedLlamaCpp:
             if not self._model_path:
                 from llm.embedded_model import assemble_model
 
-                self._model_path = str(assemble_model(Path(self._cache_dir) if self._cache_dir else None,
-                                                      voice=self._voice.name))
+                self._model_path = str(
+                    assemble_model(Path(self._cache_dir) if self._cache_dir else None, voice=self._voice.name)
+                )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 from langchain_community.llms import LlamaCpp
@@ -172,15 +181,20 @@ class EmbeddedLlamaCpp:
                 except UnicodeDecodeError:
                     continue
                 if piece and allowed.fullmatch(piece):
-                    kind[token] = 1 if any(ch.isalpha() for ch in piece) else 3 if "\n" in piece and not piece.strip() else 2
+                    kind[token] = (
+                        1 if any(ch.isalpha() for ch in piece) else 3 if "\n" in piece and not piece.strip() else 2
+                    )
             eos = np.zeros(client.n_vocab(), dtype=bool)
             eos[client.token_eos()] = True
-            self._masks[letters] = (kind, {
-                "start": kind != 1,
-                1: (kind == 0) & ~eos,
-                2: ~((kind == 1) | (kind == 3) | eos),
-                3: ~((kind == 1) | eos),
-            })
+            self._masks[letters] = (
+                kind,
+                {
+                    "start": kind != 1,
+                    1: (kind == 0) & ~eos,
+                    2: ~((kind == 1) | (kind == 3) | eos),
+                    3: ~((kind == 1) | eos),
+                },
+            )
         kind, masks = self._masks[letters]
 
         def words_only(input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]) -> npt.NDArray[np.single]:
@@ -193,9 +207,16 @@ class EmbeddedLlamaCpp:
 
         return LogitsProcessorList([words_only])
 
-    def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
-                 cancel: threading.Event | None = None) -> Generation:
+    def complete(
+        self,
+        prompt: str,
+        sampling: Sampling,
+        *,
+        stop: list[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        on_token: TokenCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation:
         llm = self._ensure()
         prompt_tokens = self.count_tokens(prompt)
         max_tokens = max(1, min(sampling.max_tokens, self.context_window - prompt_tokens - 1))
@@ -275,18 +296,32 @@ class EmbeddedLlamaCpp:
             def piece(token: int) -> str:
                 return client.detokenize([token], special=True).decode("utf-8", "ignore")
 
-            self._formatter = Jinja2ChatFormatter(template=template, eos_token=piece(client.token_eos()),
-                                                  bos_token=piece(client.token_bos()))
+            self._formatter = Jinja2ChatFormatter(
+                template=template, eos_token=piece(client.token_eos()), bos_token=piece(client.token_bos())
+            )
         # our messages are {"role", "content"} dicts, the shape of llama-cpp-python's message TypedDicts
         prompt = self._formatter(messages=cast("list[ChatCompletionRequestMessage]", messages)).prompt
         bos = self._formatter.bos_token
         adds_bos = str((self._client().metadata or {}).get("tokenizer.ggml.add_bos_token", "")).lower() == "true"
         # a model that adds its BOS itself would get it twice (SmolLM2's BOS is its turn marker and it adds none)
-        return prompt[len(bos):] if adds_bos and bos and prompt.startswith(bos) else prompt
+        return prompt[len(bos) :] if adds_bos and bos and prompt.startswith(bos) else prompt
 
-    def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
-             cancel: threading.Event | None = None) -> Generation:
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        sampling: Sampling,
+        *,
+        stop: list[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        on_token: TokenCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation:
         prompt = self._templated(messages)
-        return self.complete(render_chat_as_text(messages) if prompt is None else prompt, sampling, stop=stop,
-                             json_schema=json_schema, on_token=on_token, cancel=cancel)
+        return self.complete(
+            render_chat_as_text(messages) if prompt is None else prompt,
+            sampling,
+            stop=stop,
+            json_schema=json_schema,
+            on_token=on_token,
+            cancel=cancel,
+        )

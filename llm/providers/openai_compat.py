@@ -22,7 +22,8 @@ server), from the server's own tokenizer endpoint (`/extras/tokenize/count` ther
 vLLM's), so a prompt in a language or markup that tokenizes densely still fits the window. (A llama-cpp-python
 server asked for more than its window drops the stream without a status: that would read as an outage.)
 
-Config keys (an `llms:` entry's `config`): base_url, api (chat|completions), api_key_env (or api_key_file), context_window,
+Config keys (an `llms:` entry's `config`): base_url, api (chat|completions), api_key_env (or api_key_file),
+context_window,
 timeout (seconds to wait for the server's next bytes, default 60), connect_timeout (default 5), sampling_extras,
 cache_prompt (llama.cpp's server: keep the prompt's evaluated opening for the next request; default: as
 sampling_extras, a server that takes llama.cpp's fields). The prompt tokens a server served from its cache are read
@@ -42,9 +43,9 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from collections.abc import Iterable
 
 from llm.base import (
     AUTH,
@@ -139,10 +140,20 @@ def cached_tokens(usage: dict[str, Any]) -> int:
 class OpenAICompatible:
     provider = "openai"
 
-    def __init__(self, id: str, base_url: str, model: str, api: str = "chat", api_key_env: str | None = None,
-                 context_window: int = 32768, timeout: float = DEFAULT_TIMEOUT_S,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S, api_key_file: str | None = None,
-                 sampling_extras: bool = False, cache_prompt: bool | None = None):
+    def __init__(
+        self,
+        id: str,
+        base_url: str,
+        model: str,
+        api: str = "chat",
+        api_key_env: str | None = None,
+        context_window: int = 32768,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        api_key_file: str | None = None,
+        sampling_extras: bool = False,
+        cache_prompt: bool | None = None,
+    ):
         if api not in ("chat", "completions"):
             raise ValueError(f"api must be 'chat' or 'completions', not {api!r}")
         self.id = id
@@ -189,8 +200,10 @@ class OpenAICompatible:
                 if key is None and self.api_key_file:
                     key = read_secret_file(self.api_key_file)
                 self._http = httpx.Client(
-                    base_url=self.base_url, headers={"Authorization": f"Bearer {key}"} if key else {},
-                    timeout=httpx.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout)))
+                    base_url=self.base_url,
+                    headers={"Authorization": f"Bearer {key}"} if key else {},
+                    timeout=httpx.Timeout(self.timeout, connect=min(self.connect_timeout, self.timeout)),
+                )
             return self._http
 
     def close(self) -> None:
@@ -215,7 +228,7 @@ class OpenAICompatible:
         root = self.base_url.removesuffix("/v1")
         body = {"input": text, "content": text, "prompt": text, "model": self.model, "add_special": False}
         known = self._tokenizer_endpoint
-        for path in ([known] if isinstance(known, str) and known else ["/extras/tokenize/count", "/tokenize"]):
+        for path in [known] if isinstance(known, str) and known else ["/extras/tokenize/count", "/tokenize"]:
             try:
                 response = self._client().post(root + path, json=body, timeout=self.connect_timeout)
                 data = response.json() if response.status_code == 200 else None
@@ -251,8 +264,12 @@ class OpenAICompatible:
             "max_tokens": sampling.max_tokens,
         }
         if self.sampling_extras:
-            body.update(top_k=sampling.top_k, min_p=sampling.min_p, repeat_penalty=sampling.repeat_penalty,
-                        repetition_penalty=sampling.repeat_penalty)
+            body.update(
+                top_k=sampling.top_k,
+                min_p=sampling.min_p,
+                repeat_penalty=sampling.repeat_penalty,
+                repetition_penalty=sampling.repeat_penalty,
+            )
         if self.cache_prompt:
             body["cache_prompt"] = True
         if stop:
@@ -290,11 +307,15 @@ class OpenAICompatible:
         choice = choices[0]
         message = choice.get("message") or {}
         text = choice.get("text") if "text" in choice else message.get("content")
-        return _Answer(text=text if isinstance(text, str) else "", usage=data.get("usage") or {},
-                       tool_calls=[_tool_call(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)])
+        return _Answer(
+            text=text if isinstance(text, str) else "",
+            usage=data.get("usage") or {},
+            tool_calls=[_tool_call(c) for c in message.get("tool_calls") or [] if isinstance(c, dict)],
+        )
 
-    def _read_stream(self, lines: Iterable[str], on_token: TokenCallback | None,
-                     cancel: threading.Event | None) -> _Answer:
+    def _read_stream(
+        self, lines: Iterable[str], on_token: TokenCallback | None, cancel: threading.Event | None
+    ) -> _Answer:
         answer, parts, seen = _Answer(), [], False
         calls: dict[int, dict[str, Any]] = {}  # a tool call's index -> its pieces so far
         for line in lines:
@@ -325,7 +346,9 @@ class OpenAICompatible:
                     if on_token is not None:
                         on_token(piece)
                 for call in delta.get("tool_calls") or []:
-                    merged = calls.setdefault(call.get("index", len(calls)), {"function": {"name": "", "arguments": ""}})
+                    merged = calls.setdefault(
+                        call.get("index", len(calls)), {"function": {"name": "", "arguments": ""}}
+                    )
                     merged["id"] = call.get("id") or merged.get("id")
                     function = call.get("function") or {}
                     merged["function"]["name"] += function.get("name") or ""
@@ -336,15 +359,17 @@ class OpenAICompatible:
         answer.tool_calls = [_tool_call(calls[i]) for i in sorted(calls)]
         return answer
 
-    def _fetch(self, path: str, body: dict[str, Any], on_token: TokenCallback | None,
-               cancel: threading.Event | None) -> _Answer:
+    def _fetch(
+        self, path: str, body: dict[str, Any], on_token: TokenCallback | None, cancel: threading.Event | None
+    ) -> _Answer:
         import httpx
 
         try:
             with self._client().stream("POST", path, json=body) as response:
                 if response.status_code >= 400:
-                    raise self._refusal(response.status_code, response.read().decode("utf-8", "replace"),
-                                        response.headers)
+                    raise self._refusal(
+                        response.status_code, response.read().decode("utf-8", "replace"), response.headers
+                    )
                 if body.get("stream") and "text/event-stream" in response.headers.get("content-type", ""):
                     return self._read_stream(response.iter_lines(), on_token, cancel)
                 raw = response.read().decode("utf-8", "replace")
@@ -358,16 +383,19 @@ class OpenAICompatible:
                     on_token(answer.text)
                 return answer
         except httpx.ConnectTimeout as exc:
-            raise self._failure(f"no connection within {self.connect_timeout:g}s (config.connect_timeout)",
-                                OUTAGE) from exc
+            raise self._failure(
+                f"no connection within {self.connect_timeout:g}s (config.connect_timeout)", OUTAGE
+            ) from exc
         except httpx.TimeoutException as exc:
-            raise self._failure(f"no answer within {self.timeout:g}s (config.timeout): {type(exc).__name__}",
-                                OUTAGE) from exc
+            raise self._failure(
+                f"no answer within {self.timeout:g}s (config.timeout): {type(exc).__name__}", OUTAGE
+            ) from exc
         except (httpx.TransportError, OSError) as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}", OUTAGE) from exc
 
-    def _exchange(self, path: str, body: dict[str, Any], on_token: TokenCallback | None,
-                  cancel: threading.Event | None) -> _Answer:
+    def _exchange(
+        self, path: str, body: dict[str, Any], on_token: TokenCallback | None, cancel: threading.Event | None
+    ) -> _Answer:
         """One request; with `cancel`, on a worker thread this thread can walk away from."""
         if cancel is None:
             return self._fetch(path, body, on_token, None)
@@ -398,8 +426,9 @@ class OpenAICompatible:
             else:
                 raise event
 
-    def _ask(self, path: str, body: dict[str, Any], on_token: TokenCallback | None,
-             cancel: threading.Event | None) -> _Answer:
+    def _ask(
+        self, path: str, body: dict[str, Any], on_token: TokenCallback | None, cancel: threading.Event | None
+    ) -> _Answer:
         if not self.streams:
             return self._exchange(path, {**body, "stream": False}, on_token, cancel)
         streamed = {**body, "stream": True, "stream_options": {"include_usage": True}}
@@ -415,9 +444,16 @@ class OpenAICompatible:
 
     # -- the Provider protocol --------------------------------------------------------------------------------
 
-    def complete(self, prompt: str, sampling: Sampling, *, stop: list[str] | None = None,
-                 json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
-                 cancel: threading.Event | None = None) -> Generation:
+    def complete(
+        self,
+        prompt: str,
+        sampling: Sampling,
+        *,
+        stop: list[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        on_token: TokenCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation:
         body = {"model": self.model, "prompt": prompt, **self._body(sampling, stop)}
         started = time.perf_counter()
         if json_schema is None:
@@ -435,22 +471,44 @@ class OpenAICompatible:
                 answer = self._ask("/completions", body, on_token, cancel)  # without the extras; parsed leniently
         return self._generation(answer, prompt, started)
 
-    def chat(self, messages: list[dict[str, str]], sampling: Sampling, *, stop: list[str] | None = None,
-             json_schema: dict[str, Any] | None = None, on_token: TokenCallback | None = None,
-             cancel: threading.Event | None = None) -> Generation:
+    def chat(
+        self,
+        messages: list[dict[str, str]],
+        sampling: Sampling,
+        *,
+        stop: list[str] | None = None,
+        json_schema: dict[str, Any] | None = None,
+        on_token: TokenCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation:
         if self.api == "completions":
-            return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema,
-                                 on_token=on_token, cancel=cancel)
-        body = {"model": self.model, **self._body(sampling, stop),
-                "messages": [{"role": m.get("role", "user"), "content": m.get("content", "")} for m in messages]}
+            return self.complete(
+                render_chat_as_text(messages),
+                sampling,
+                stop=stop,
+                json_schema=json_schema,
+                on_token=on_token,
+                cancel=cancel,
+            )
+        body = {
+            "model": self.model,
+            **self._body(sampling, stop),
+            "messages": [{"role": m.get("role", "user"), "content": m.get("content", "")} for m in messages],
+        }
         if json_schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": json_schema}}
         started = time.perf_counter()
         answer = self._ask("/chat/completions", body, on_token, cancel)
         if not answer.text.strip() and not answer.tool_calls:
             # Base models behind a chat endpoint answer nothing: continue the rendered text instead.
-            return self.complete(render_chat_as_text(messages), sampling, stop=stop, json_schema=json_schema,
-                                 on_token=on_token, cancel=cancel)
+            return self.complete(
+                render_chat_as_text(messages),
+                sampling,
+                stop=stop,
+                json_schema=json_schema,
+                on_token=on_token,
+                cancel=cancel,
+            )
         return self._generation(answer, render_chat_as_text(messages), started)
 
     def _generation(self, answer: _Answer, prompt: str, started: float) -> Generation:
@@ -459,11 +517,13 @@ class OpenAICompatible:
         prompt_tokens = usage.get("prompt_tokens") or self._server_count(prompt)
         self._learn_tokens(prompt_tokens, approx_prompt_tokens)
         return Generation(
-            text=answer.text, llm_id=self.id, provider=self.provider, model=self.model,
+            text=answer.text,
+            llm_id=self.id,
+            provider=self.provider,
+            model=self.model,
             prompt_tokens=int(prompt_tokens or approx_prompt_tokens),
             completion_tokens=int(usage.get("completion_tokens") or approx_tokens(answer.text)),
             cached_tokens=cached_tokens(usage),
             latency_ms=(time.perf_counter() - started) * 1000,
             tool_calls=answer.tool_calls,
         )
-

@@ -39,16 +39,15 @@ from memory.repositories.live import LiveEventRepo
 from memory.repositories.llm import LLMCallRepo, LLMRegistryRepo
 from memory.repositories.llm_memory import LLMMemoryRepo
 from memory.repositories.mesh import MeshRepo, TrustRepo
-from memory.repositories.secrets import SealedSecretRepo
-from memory.repositories.people import ChannelRepo, PeopleRepo
 from memory.repositories.messages import TIMELINE_KINDS, MessageRepo, anchor_key
 from memory.repositories.notes import NoteRepo
 from memory.repositories.peers import PeerRepo
-from memory.repositories.tool_uses import ToolUseRepo
+from memory.repositories.people import ChannelRepo, PeopleRepo
 from memory.repositories.processes import ProcessLogRepo
 from memory.repositories.questions import QuestionRepo
 from memory.repositories.scripts import ProcessRunRepo, ScriptRepo
 from memory.repositories.scrub import ScrubRepo
+from memory.repositories.secrets import SealedSecretRepo
 from memory.repositories.sessions import SessionRepo
 from memory.repositories.stagnation import AntiStagnationRepo
 from memory.repositories.strategies import StrategyRepo, ThinkingMethodRepo
@@ -56,6 +55,7 @@ from memory.repositories.tags import TagRepo
 from memory.repositories.taints import TaintRepo
 from memory.repositories.threads import ThreadRepo
 from memory.repositories.ticks import TickRepo
+from memory.repositories.tool_uses import ToolUseRepo
 
 # what the layers above import from here besides Repos
 __all__ = ["TIMELINE_KINDS", "ArchivedRow", "MemoryLimitError", "NotFound", "Repos", "anchor_key"]
@@ -281,10 +281,22 @@ class Repos:
 
     def _row_repo(self, tier: str) -> _ArchivedByStatus | GoalRepo | TaskRepo | None:
         """The repository of a tier whose rows are archived themselves; None for catalogue-only tiers."""
-        repos: dict[str, _ArchivedByStatus | GoalRepo | TaskRepo] = {"diary": self.diary, "concept": self.concepts, "link": self.links, "llm_memory": self.llm_memory,
-                "goal": self.goals, "task": self.tasks, "script": self.scripts, "strategy": self.strategies,
-                "thinking_method": self.methods, "note": self.notes, "table": self.tables,
-                "rating": self.records, "external_service": self.records, "external_account": self.records}
+        repos: dict[str, _ArchivedByStatus | GoalRepo | TaskRepo] = {
+            "diary": self.diary,
+            "concept": self.concepts,
+            "link": self.links,
+            "llm_memory": self.llm_memory,
+            "goal": self.goals,
+            "task": self.tasks,
+            "script": self.scripts,
+            "strategy": self.strategies,
+            "thinking_method": self.methods,
+            "note": self.notes,
+            "table": self.tables,
+            "rating": self.records,
+            "external_service": self.records,
+            "external_account": self.records,
+        }
         return repos.get(tier)
 
     def archive(self, tier: str, ref: str | int, now: datetime) -> bool:
@@ -312,12 +324,26 @@ class Repos:
     def archived(self, limit: int = 10) -> list[ArchivedRow]:
         """What is archived, of every tier, most recently archived first."""
         rows = [ArchivedRow(i.tier, i.ref, i.title, i.text, i.updated_at) for i in self.items.archived(limit)]
-        rows += [ArchivedRow("goal", str(g.id), g.title, g.description, g.archived_at) for g in self.goals.archived(limit)]
-        rows += [ArchivedRow("task", str(t.id), t.title, t.description, t.archived_at) for t in self.tasks.archived(limit)]
+        rows += [
+            ArchivedRow("goal", str(g.id), g.title, g.description, g.archived_at) for g in self.goals.archived(limit)
+        ]
+        rows += [
+            ArchivedRow("task", str(t.id), t.title, t.description, t.archived_at) for t in self.tasks.archived(limit)
+        ]
         links = self.links.archived(limit)
         names = self.concepts.names({link.source_id for link in links} | {link.target_id for link in links})
-        rows += [ArchivedRow("link", str(link.id), f"{names.get(link.source_id)} —{link.relation}→ "
-                             f"{names.get(link.target_id)}", "", link.updated_at) for link in links]
-        rows += [ArchivedRow(v.name, str(v.id), "replaced version", v.content, v.replaced_at)
-                 for v in self.blocks.versions(limit=limit)]
+        rows += [
+            ArchivedRow(
+                "link",
+                str(link.id),
+                f"{names.get(link.source_id)} —{link.relation}→ {names.get(link.target_id)}",
+                "",
+                link.updated_at,
+            )
+            for link in links
+        ]
+        rows += [
+            ArchivedRow(v.name, str(v.id), "replaced version", v.content, v.replaced_at)
+            for v in self.blocks.versions(limit=limit)
+        ]
         return sorted(rows, key=lambda row: as_utc(row.archived_at), reverse=True)[:limit]

@@ -5,13 +5,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 from datetime import datetime
-
 from typing import Any, TypeVar, Unpack
 
 from sqlalchemy import Row, Select, bindparam, select
 
-from memory.models import Abstract
 from memory.clock import utcnow
+from memory.models import Abstract
 from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import TierRepo
 
@@ -43,10 +42,19 @@ def _tagged(rows: builtins.list[R], tags: Iterable[str] | None, limit: int) -> b
 
 
 class AbstractRepo(TierRepo):
-    def add(self, title: str, summary: str, *, tags: Iterable[str] = (), sources: Iterable[str] = (),
-            trigger: str = "manual", thread_id: str | None = None) -> Abstract:
-        row = Abstract(title=title, summary=summary, tags=list(tags), sources=list(sources), trigger=trigger,
-                       thread_id=thread_id)
+    def add(
+        self,
+        title: str,
+        summary: str,
+        *,
+        tags: Iterable[str] = (),
+        sources: Iterable[str] = (),
+        trigger: str = "manual",
+        thread_id: str | None = None,
+    ) -> Abstract:
+        row = Abstract(
+            title=title, summary=summary, tags=list(tags), sources=list(sources), trigger=trigger, thread_id=thread_id
+        )
         self.session.add(row)
         self.session.flush()
         self.items.put("abstract", row.id, summary, title=title, tags=row.tags, importance=0.6, thread_id=thread_id)
@@ -67,26 +75,37 @@ class AbstractRepo(TierRepo):
         """Replace an abstract's words (anonymisation), its searchable item with it."""
         row = self.get(abstract_id)
         row.title, row.summary, row.tags, row.updated_at = title, summary, list(tags), utcnow()
-        self.items.put("abstract", row.id, row.summary, title=row.title, tags=row.tags, importance=0.6,
-                       thread_id=row.thread_id)
+        self.items.put(
+            "abstract", row.id, row.summary, title=row.title, tags=row.tags, importance=0.6, thread_id=row.thread_id
+        )
         return row
 
-    def list(self, *, tags: Iterable[str] | None = None, since: datetime | None = None, limit: int = 5) -> list[Abstract]:
-        rows = list(self.session.scalars(_newest(since is not None),
-                                   {"since": since, "limit": limit * 10 if tags else limit}).all())
+    def list(
+        self, *, tags: Iterable[str] | None = None, since: datetime | None = None, limit: int = 5
+    ) -> list[Abstract]:
+        rows = list(
+            self.session.scalars(
+                _newest(since is not None), {"since": since, "limit": limit * 10 if tags else limit}
+            ).all()
+        )
         return _tagged(rows, tags, limit)
 
-    def newest_lines(self, *, tags: Iterable[str] | None = None, since: datetime | None = None,
-                     limit: int = 5) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
+    def newest_lines(
+        self, *, tags: Iterable[str] | None = None, since: datetime | None = None, limit: int = 5
+    ) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
         """`list` as plain rows (id, title, summary, tags; read only: the prompt shows them every tick)."""
-        rows = list(self.core(_newest_lines(since is not None),
-                              {"since": since, "limit": limit * 10 if tags else limit}).all())
+        rows = list(
+            self.core(_newest_lines(since is not None), {"since": since, "limit": limit * 10 if tags else limit}).all()
+        )
         return _tagged(rows, tags, limit)
 
     def of_thread(self, thread_id: str, limit: int) -> builtins.list[Abstract]:
         """The thread's newest `limit` abstracts, newest first."""
-        return list(self.session.scalars(select(Abstract).where(Abstract.thread_id == thread_id)
-                                   .order_by(Abstract.id.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(Abstract).where(Abstract.thread_id == thread_id).order_by(Abstract.id.desc()).limit(limit)
+            ).all()
+        )
 
     def latest(self) -> Abstract | None:
         return self.session.scalars(select(Abstract).order_by(Abstract.id.desc()).limit(1)).first()

@@ -11,8 +11,8 @@ from typing import Any, TypeVar, Unpack, cast
 from sqlalchemy import JSON, ColumnElement, Connection, CursorResult, Executable, Insert, Result, Table, literal
 from sqlalchemy.orm import QueryableAttribute, Session, make_transient_to_detached
 
-from memory.models import Base
 from memory.clock import utcnow
+from memory.models import Base
 
 
 class NotFound(LookupError):
@@ -88,8 +88,9 @@ class Repo:
     def __init__(self, session: Session):
         self.session = session
 
-    def core(self, statement: Executable,
-             params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None) -> CursorResult[Unpack[tuple[Any, ...]]]:
+    def core(
+        self, statement: Executable, params: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None
+    ) -> CursorResult[Unpack[tuple[Any, ...]]]:
         """A Core statement (over a table, not a mapped class) in the unit's transaction, without the ORM around it:
         no objects loaded or synchronised, plain rows back — for the tick's hot statements, whose rows are only
         read. What the unit has pending is flushed first, as an ORM statement's autoflush would (so the memory
@@ -107,8 +108,10 @@ class Repo:
         result = self.core(statement, fields)
         key, written = result.inserted_primary_key, result.last_inserted_params()
         assert key is not None and not isinstance(written, list)  # an INSERT of one row
-        row = model(**{column.key: written.get(column.key) for column in table_of(model).columns
-                       if column.key != "id"}, id=int(key[0]))
+        row = model(
+            **{column.key: written.get(column.key) for column in table_of(model).columns if column.key != "id"},
+            id=int(key[0]),
+        )
         make_transient_to_detached(row)
         self.session.add(row)
         return row
@@ -154,8 +157,11 @@ class NamedRowRepo(Archivable, Repo):
     def find(self, ref: str | int) -> Any:
         from sqlalchemy import select
 
-        row = self.session.get(self.model, int(ref)) if str(ref).isdigit() else self.session.scalars(
-            select(self.model).where(self.model.name == str(ref))).first()
+        row = (
+            self.session.get(self.model, int(ref))
+            if str(ref).isdigit()
+            else self.session.scalars(select(self.model).where(self.model.name == str(ref))).first()
+        )
         if row is None:
             raise NotFound(f"no {self.what} {ref!r}")
         return row

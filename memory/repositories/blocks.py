@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy import Select, bindparam, select
 
-from memory.models import MemoryBlock, MemoryBlockVersion
 from memory.clock import utcnow
+from memory.models import MemoryBlock, MemoryBlockVersion
 from memory.repositories.base import NotFound, Repo, prepared, table_of
 
 BLOCK_LIMITS = {"core": 2000, "notepad": 3000}
@@ -53,11 +53,14 @@ class BlockRepo(Repo):
         return {name: found[name] for name in names}
 
     def write(self, name: str, content: str, keep_previous: bool = True) -> MemoryBlock:
-        """Set the block's text; what it replaces is kept as a version unless told otherwise (an append loses nothing)."""
+        """Set the block's text; what it replaces is kept as a version unless told otherwise (an append loses
+        nothing)."""
         block = self.get(name)
         if len(content) > block.char_limit:
-            raise MemoryLimitError(f"{name} would be {len(content)} chars, over its {block.char_limit}-char limit; "
-                                   f"nothing saved — shorten it or replace old text first")
+            raise MemoryLimitError(
+                f"{name} would be {len(content)} chars, over its {block.char_limit}-char limit; "
+                f"nothing saved — shorten it or replace old text first"
+            )
         if keep_previous and block.content and block.content != content:
             self.session.add(MemoryBlockVersion(name=name, content=block.content))
         block.content, block.updated_at = content, utcnow()

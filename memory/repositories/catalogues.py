@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from memory.models import AgentRecord, AgentTable, AgentTableRow
 from memory.clock import utcnow
+from memory.models import AgentRecord, AgentTable, AgentTableRow
 from memory.repositories.base import Archivable, NamedRowRepo, NotFound, Repo
 
 
@@ -46,11 +46,14 @@ class AgentTableRepo(NamedRowRepo):
         self.session.flush()
         return row
 
-    def rows(self, table: AgentTable, *, where: dict[str, Any] | None = None, limit: int = 20) -> builtins.list[AgentTableRow]:
+    def rows(
+        self, table: AgentTable, *, where: dict[str, Any] | None = None, limit: int = 20
+    ) -> builtins.list[AgentTableRow]:
         """Rows newest first, those whose columns equal `where` (compared as text)."""
         found = []
-        for row in self.session.scalars(select(AgentTableRow).where(AgentTableRow.table_id == table.id)
-                                  .order_by(AgentTableRow.id.desc())).all():
+        for row in self.session.scalars(
+            select(AgentTableRow).where(AgentTableRow.table_id == table.id).order_by(AgentTableRow.id.desc())
+        ).all():
             if all(str(row.data.get(k)) == str(v) for k, v in (where or {}).items()):
                 found.append(row)
                 if len(found) >= limit:
@@ -66,7 +69,9 @@ class RecordRepo(Archivable, Repo):
 
     def put(self, kind: str, name: str, data: dict[str, Any]) -> tuple[AgentRecord, bool]:
         """Add the entry, or replace an archived or existing one of that name; (row, replaced)."""
-        row = self.session.scalars(select(AgentRecord).where(AgentRecord.kind == kind, AgentRecord.name == name)).first()
+        row = self.session.scalars(
+            select(AgentRecord).where(AgentRecord.kind == kind, AgentRecord.name == name)
+        ).first()
         if row is None:
             row = AgentRecord(kind=kind, name=name, data=dict(data))
             self.session.add(row)
@@ -85,15 +90,20 @@ class RecordRepo(Archivable, Repo):
         return list(self.session.scalars(q.order_by(AgentRecord.name)).all())
 
     def find(self, kind: str, ref: str | int) -> AgentRecord:
-        row = self.session.get(AgentRecord, int(ref)) if str(ref).isdigit() else self.session.scalars(
-            select(AgentRecord).where(AgentRecord.kind == kind, AgentRecord.name == str(ref))).first()
+        row = (
+            self.session.get(AgentRecord, int(ref))
+            if str(ref).isdigit()
+            else self.session.scalars(
+                select(AgentRecord).where(AgentRecord.kind == kind, AgentRecord.name == str(ref))
+            ).first()
+        )
         if row is None or row.kind != kind:
             raise NotFound(f"no {kind.replace('_', ' ')} {ref!r}")
         return row
 
     def scores(self, prefix: str) -> dict[str, float]:
         """Rating scores by subject (without `prefix`), e.g. the persona's ratings of its loop-breaking strategies."""
-        return {r.name[len(prefix):]: float(r.data.get("score", 0)) for r in self.list("rating", prefix=prefix)}
+        return {r.name[len(prefix) :]: float(r.data.get("score", 0)) for r in self.list("rating", prefix=prefix)}
 
     def _set_status(self, row_id: int, status: str) -> bool:
         row = self.session.get(AgentRecord, int(row_id))

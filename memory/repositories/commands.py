@@ -32,9 +32,13 @@ class CommandRepo(Repo):
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[ExecutedCommand]:
         """The commands seen in these ticks of a thread, in the order they were recorded."""
-        return list(self.session.scalars(select(ExecutedCommand).where(
-            ExecutedCommand.thread_id == thread_id, ExecutedCommand.tick.in_(list(ticks)))
-            .order_by(ExecutedCommand.id)).all())
+        return list(
+            self.session.scalars(
+                select(ExecutedCommand)
+                .where(ExecutedCommand.thread_id == thread_id, ExecutedCommand.tick.in_(list(ticks)))
+                .order_by(ExecutedCommand.id)
+            ).all()
+        )
 
     def recent(self, limit: int = 50, thread_id: str | None = None) -> list[ExecutedCommand]:
         q = select(ExecutedCommand)

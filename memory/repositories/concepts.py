@@ -12,8 +12,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, func, or_, select
 
-from memory.models import Concept, ConceptLink, Tick
 from memory.clock import utcnow
+from memory.models import Concept, ConceptLink, Tick
 from memory.repositories.base import NotFound, Repo
 from memory.repositories.tiered import StatusTierRepo
 
@@ -29,18 +29,33 @@ class ConceptRepo(StatusTierRepo[Concept]):
     model, tier = Concept, "concept"
 
     def _index(self, concept: Concept) -> None:
-        self._put_item(concept, concept.description or concept.name, title=concept.name, tags=concept.tags,
-                       pinned=concept.pinned, importance=min(1.0, 0.4 + 0.1 * concept.weight))
+        self._put_item(
+            concept,
+            concept.description or concept.name,
+            title=concept.name,
+            tags=concept.tags,
+            pinned=concept.pinned,
+            importance=min(1.0, 0.4 + 0.1 * concept.weight),
+        )
 
     def growth(self, thread_id: str, since_tick: int) -> tuple[int, int, int] | None:
         """The semantic graph's growth since the thread's tick `since_tick` began, in one statement: (concepts in
         all, concepts added since, links added since); None when the thread has no such tick yet."""
-        since = (select(Tick.started_at).where(Tick.thread_id == thread_id, Tick.tick <= since_tick)
-                 .order_by(Tick.tick.desc()).limit(1).scalar_subquery())
-        row = self.session.execute(select(
-            since, select(func.count(Concept.id)).scalar_subquery(),
-            select(func.count(Concept.id)).where(Concept.created_at >= since).scalar_subquery(),
-            select(func.count(ConceptLink.id)).where(ConceptLink.created_at >= since).scalar_subquery())).one()
+        since = (
+            select(Tick.started_at)
+            .where(Tick.thread_id == thread_id, Tick.tick <= since_tick)
+            .order_by(Tick.tick.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        row = self.session.execute(
+            select(
+                since,
+                select(func.count(Concept.id)).scalar_subquery(),
+                select(func.count(Concept.id)).where(Concept.created_at >= since).scalar_subquery(),
+                select(func.count(ConceptLink.id)).where(ConceptLink.created_at >= since).scalar_subquery(),
+            )
+        ).one()
         if row[0] is None:
             return None
         return int(row[1] or 0), int(row[2] or 0), int(row[3] or 0)
@@ -57,8 +72,9 @@ class ConceptRepo(StatusTierRepo[Concept]):
     def named_like(self, prefix: str) -> Concept | None:
         """The first concept whose name starts with `prefix` (a concept learned from a peer: `name (from …, …)`)."""
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        return self.session.scalars(select(Concept).where(Concept.name.like(escaped + "%", escape="\\"))
-                                    .order_by(Concept.id)).first()
+        return self.session.scalars(
+            select(Concept).where(Concept.name.like(escaped + "%", escape="\\")).order_by(Concept.id)
+        ).first()
 
     def find_id(self, concept_id: int) -> Concept | None:
         return self.session.get(Concept, int(concept_id))
@@ -75,20 +91,28 @@ class ConceptRepo(StatusTierRepo[Concept]):
         q = select(Concept)
         if not include_archived:
             q = q.where(Concept.status == "active")
-        return list(self.session.scalars(
-            q.order_by(Concept.pinned.desc(), Concept.weight.desc(), Concept.id).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                q.order_by(Concept.pinned.desc(), Concept.weight.desc(), Concept.id).limit(limit)
+            ).all()
+        )
 
     def newer_than(self, concept_id: int, limit: int) -> builtins.list[Concept]:
         """The newest `limit` concepts after `concept_id`, archived ones too, newest first."""
-        return list(self.session.scalars(select(Concept).where(Concept.id > concept_id)
-                                   .order_by(Concept.id.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(Concept).where(Concept.id > concept_id).order_by(Concept.id.desc()).limit(limit)
+            ).all()
+        )
 
     def names(self, concept_ids: Iterable[int]) -> dict[int, str]:
         ids = list(concept_ids)
         if not ids:
             return {}
-        return {concept_id: name for concept_id, name in
-                self.session.execute(select(Concept.id, Concept.name).where(Concept.id.in_(ids)))}
+        return {
+            concept_id: name
+            for concept_id, name in self.session.execute(select(Concept.id, Concept.name).where(Concept.id.in_(ids)))
+        }
 
     def update(self, concept_id: int, **fields: Any) -> Concept:
         concept = self.get(concept_id)
@@ -101,18 +125,27 @@ class ConceptRepo(StatusTierRepo[Concept]):
 
     def archive(self, concept_id: int) -> bool:
         changed = super().archive(concept_id)
-        links = self.session.scalars(select(ConceptLink).where(_touching(int(concept_id)), ConceptLink.status == "active")).all()
+        links = self.session.scalars(
+            select(ConceptLink).where(_touching(int(concept_id)), ConceptLink.status == "active")
+        ).all()
         for link in links:
             link.status, link.updated_at = LINK_ARCHIVED_WITH_CONCEPT, utcnow()
         return changed or bool(links)
 
     def restore(self, concept_id: int) -> bool:
         changed = super().restore(concept_id)
-        links = self.session.scalars(select(ConceptLink).where(_touching(int(concept_id)),
-                                                         ConceptLink.status == LINK_ARCHIVED_WITH_CONCEPT)).all()
-        active = {c.id for c in self.session.scalars(select(Concept).where(
-            Concept.id.in_({link.source_id for link in links} | {link.target_id for link in links}),
-            Concept.status == "active")).all()}
+        links = self.session.scalars(
+            select(ConceptLink).where(_touching(int(concept_id)), ConceptLink.status == LINK_ARCHIVED_WITH_CONCEPT)
+        ).all()
+        active = {
+            c.id
+            for c in self.session.scalars(
+                select(Concept).where(
+                    Concept.id.in_({link.source_id for link in links} | {link.target_id for link in links}),
+                    Concept.status == "active",
+                )
+            ).all()
+        }
         back = [link for link in links if {link.source_id, link.target_id} <= active]
         for link in back:
             link.status, link.updated_at = "active", utcnow()
@@ -128,8 +161,15 @@ class ConceptRepo(StatusTierRepo[Concept]):
 
 
 class LinkRepo(Repo):
-    def add(self, source_id: int, target_id: int, relation: str = "related_to", *, weight: float = 1.0,
-            tags: Iterable[str] = ()) -> ConceptLink:
+    def add(
+        self,
+        source_id: int,
+        target_id: int,
+        relation: str = "related_to",
+        *,
+        weight: float = 1.0,
+        tags: Iterable[str] = (),
+    ) -> ConceptLink:
         for concept_id in (source_id, target_id):
             self._get(Concept, concept_id)
         link = ConceptLink(source_id=source_id, target_id=target_id, relation=relation, weight=weight, tags=list(tags))
@@ -175,8 +215,14 @@ class LinkRepo(Repo):
         return True
 
     def archived(self, limit: int = 10) -> builtins.list[ConceptLink]:
-        return list(self.session.scalars(select(ConceptLink).where(ConceptLink.status.in_(ARCHIVED_LINK_STATUSES))
-                                   .order_by(ConceptLink.updated_at.desc(), ConceptLink.id.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(ConceptLink)
+                .where(ConceptLink.status.in_(ARCHIVED_LINK_STATUSES))
+                .order_by(ConceptLink.updated_at.desc(), ConceptLink.id.desc())
+                .limit(limit)
+            ).all()
+        )
 
     def purge(self, link_id: int) -> None:
         self.session.delete(self.get(link_id))

@@ -22,16 +22,15 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
-
-from dataclasses import dataclass
 
 from sqlalchemy import Insert, Select, Update, bindparam, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from memory.models import ConfigEntry
 from memory.clock import utcnow
+from memory.models import ConfigEntry
 from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 
@@ -54,8 +53,11 @@ def _insert_entry() -> Insert:
 @prepared
 def _update_entry() -> Update:
     table = table_of(ConfigEntry)
-    return (update(table).where(table.c.key == bindparam("entry_key"))
-            .values(value=bindparam("new_value"), updated_at=bindparam("at")))
+    return (
+        update(table)
+        .where(table.c.key == bindparam("entry_key"))
+        .values(value=bindparam("new_value"), updated_at=bindparam("at"))
+    )
 
 
 @dataclass
@@ -71,7 +73,8 @@ TICK_SNAPSHOT = "config_snapshot"  # session.info: the run's ConfigSnapshot (mem
 
 class ConfigSnapshot:
     """The keys a tick's first step read for the whole tick (module doc): key -> its row (None: absent; a row may
-    hold a JSON null), and the prefixes whose every key it holds. A key written by any unit of the run leaves it for good (and so does every
+    hold a JSON null), and the prefixes whose every key it holds. A key written by any unit of the run leaves it for
+    good (and so does every
     prefix over it): the units after read it from the table. Units of one run may run in several threads."""
 
     def __init__(self) -> None:
@@ -94,8 +97,9 @@ class ConfigSnapshot:
         with self._lock:
             held = {p for p in prefixes if p in self._prefixes}
             found = {key: self._rows[key] for key in keys if key in self._rows}
-            found.update((key, row) for key, row in self._rows.items()
-                         if row is not None and key.startswith(tuple(held)))
+            found.update(
+                (key, row) for key, row in self._rows.items() if row is not None and key.startswith(tuple(held))
+            )
         return {key: None if row is None else Entry(key, copy.deepcopy(row.value)) for key, row in found.items()}, held
 
     def forget(self, key: str) -> None:
@@ -143,8 +147,17 @@ MEMORY_MANAGER_CURSOR_KEY = "memory/manager_cursor"  # the last memory the memor
 FOLLOW_UP_CURSOR_KEY = "vectors/follow_up_cursor"  # the last memory the index's follow-up saw (memory/followup.py)
 ABSTRACT_REQUEST_PREFIX = "memory/abstract_request/"  # + thread id: a pending request for an abstract
 MESH_DISCOVERED_KEY = "mesh/discovered"  # before v28: DIDs proven on the mesh, not added (now peers met: the migration)
-MESH_CONNECTIVITY_KEY = "mesh/connectivity"  # {"isolated", "since", "peers", "door", "isolated_since"}: as the door saw it
-NOT_INHERITED_PREFIXES = ("run/", "lineage/", "session/", "feeds/", "vectors/", "mesh/")  # a spawned child does not take
+MESH_CONNECTIVITY_KEY = (
+    "mesh/connectivity"  # {"isolated", "since", "peers", "door", "isolated_since"}: as the door saw it
+)
+NOT_INHERITED_PREFIXES = (
+    "run/",
+    "lineage/",
+    "session/",
+    "feeds/",
+    "vectors/",
+    "mesh/",
+)  # a spawned child does not take
 # the parent's run, family, bookkeeping and where its vectors live
 _DRIVE_KEYS = (EMOTION_POINTER_KEY, RESOLUTION_POINTER_KEY, REACH_OUT_KEY, ADJUSTMENTS_KEY)  # preload_drives
 KEYS = tuple(value for name, value in list(globals().items()) if name.endswith(("_KEY", "_PREFIX")))
@@ -224,8 +237,11 @@ class ConfigRepo(Repo):
     def with_prefix(self, prefix: str) -> dict[str, Any]:
         """Every key starting with `prefix` (e.g. the persona's own setting changes, `persona/…`)."""
         self.preload(prefixes=(prefix,))
-        return {key: row.value for key, row in self._rows.items()
-                if key.startswith(prefix) and row is not None and row.value is not None}
+        return {
+            key: row.value
+            for key, row in self._rows.items()
+            if key.startswith(prefix) and row is not None and row.value is not None
+        }
 
     def all(self) -> dict[str, Any]:
         return {row.key: row.value for row in self.session.scalars(select(ConfigEntry)).all()}
@@ -298,13 +314,23 @@ class ConfigRepo(Repo):
         """What a tick's steps read (the run choices, the thread the root's ticks run in, the drives' keys, the
         root's cycle and abstract request, the emotion words, the episode check, whether the mesh is reachable), in
         one query, kept for the rest of the tick in the run's snapshot (module doc)."""
-        keys = (PERSONA_DIR_KEY, LLM_SELECTED_KEY, ACTIVE_THREAD_PREFIX + root_id, *_DRIVE_KEYS, CYCLE_PREFIX + root_id,
-                EMOTIONS_KEY, ABSTRACT_REQUEST_PREFIX + root_id, EPISODES_CHECKED_KEY, MESH_CONNECTIVITY_KEY)
+        keys = (
+            PERSONA_DIR_KEY,
+            LLM_SELECTED_KEY,
+            ACTIVE_THREAD_PREFIX + root_id,
+            *_DRIVE_KEYS,
+            CYCLE_PREFIX + root_id,
+            EMOTIONS_KEY,
+            ABSTRACT_REQUEST_PREFIX + root_id,
+            EPISODES_CHECKED_KEY,
+            MESH_CONNECTIVITY_KEY,
+        )
         prefixes = (SELF_CHANGE_PREFIX, LLM_OVERRIDE_PREFIX, LLM_ADDED_PREFIX)
         self.preload(*keys, prefixes=prefixes)
         if self._snapshot is not None:
-            self._snapshot.fill({key: row for key, row in self._rows.items() if key in keys or key.startswith(prefixes)},
-                                prefixes)
+            self._snapshot.fill(
+                {key: row for key, row in self._rows.items() if key in keys or key.startswith(prefixes)}, prefixes
+            )
 
     def preload_tick_decision(self, thread_id: str) -> None:
         """What decides whether a thread thinks now (the loop control, a feeds check asked for, its cycle), in one

@@ -19,8 +19,19 @@ from memory.repositories.base import NotFound, Repo, matched, prepared, table_of
 
 EFFECTS = ("read", "write_self", "modify_self", "external")
 DECISION_STATUSES = ("approved", "denied", "expired")
-AUDIT_DECISIONS = ("requested", "approved", "denied", "auto_approved", "validated", "blocked", "executed", "failed",
-                   "expired", "refused", "trusted")
+AUDIT_DECISIONS = (
+    "requested",
+    "approved",
+    "denied",
+    "auto_approved",
+    "validated",
+    "blocked",
+    "executed",
+    "failed",
+    "expired",
+    "refused",
+    "trusted",
+)
 AUDIT_ACTORS = ("human", "policy", "validators", "auto_pass", "loop", "ethics")
 
 
@@ -55,8 +66,9 @@ class ApprovalRepo(Repo):
         if existing is not None:
             return existing, False
         wanted = canonical_args(fields.get("args"))
-        for row in self.session.scalars(select(Approval).where(Approval.status == "pending", Approval.type == fields["type"])
-                                  .order_by(Approval.id)).all():
+        for row in self.session.scalars(
+            select(Approval).where(Approval.status == "pending", Approval.type == fields["type"]).order_by(Approval.id)
+        ).all():
             if canonical_args(row.args) == wanted:
                 return row, False
         row = Approval(**fields)
@@ -86,8 +98,7 @@ class ApprovalRepo(Repo):
         """Approve, deny or expire a pending approval. Raises ValueError naming its status when it is not pending
         (someone decided first), NotFound when there is no such approval."""
         _one_of("a decision", status, DECISION_STATUSES)
-        moved = self._move(approval_id, "pending", status=status, decided_at=now, decided_by=by,
-                           decision_reason=reason)
+        moved = self._move(approval_id, "pending", status=status, decided_at=now, decided_by=by, decision_reason=reason)
         row = self.session.get(Approval, int(approval_id), populate_existing=True)
         if row is None:
             raise NotFound(f"no approval {approval_id}")
@@ -110,12 +121,16 @@ class ApprovalRepo(Repo):
 
     def decided_since(self, after: datetime) -> builtins.list[Approval]:
         """Approvals decided after `after`, in the order they were decided (what an idle loop wakes up for)."""
-        return list(self.session.scalars(select(Approval).where(Approval.decided_at > after)
-                                   .order_by(Approval.decided_at, Approval.id)).all())
+        return list(
+            self.session.scalars(
+                select(Approval).where(Approval.decided_at > after).order_by(Approval.decided_at, Approval.id)
+            ).all()
+        )
 
     def _move(self, approval_id: int, from_status: str, **values: Any) -> bool:
-        result = self.session.execute(update(Approval).where(Approval.id == int(approval_id), Approval.status == from_status)
-                                .values(**values))
+        result = self.session.execute(
+            update(Approval).where(Approval.id == int(approval_id), Approval.status == from_status).values(**values)
+        )
         return matched(result) == 1
 
 
@@ -136,5 +151,8 @@ class AuditRepo(Repo):
         return list(reversed(self.session.scalars(q.order_by(AuditEntry.id.desc()).limit(limit)).all()))
 
     def for_approval(self, approval_id: int) -> list[AuditEntry]:
-        return list(self.session.scalars(select(AuditEntry).where(AuditEntry.approval_id == approval_id)
-                                   .order_by(AuditEntry.id)).all())
+        return list(
+            self.session.scalars(
+                select(AuditEntry).where(AuditEntry.approval_id == approval_id).order_by(AuditEntry.id)
+            ).all()
+        )

@@ -8,11 +8,10 @@ from datetime import datetime
 
 from sqlalchemy import select
 
-from memory.models import DiaryEntry
 from memory.clock import utcnow
+from memory.models import DiaryEntry
 from memory.repositories.tiered import StatusTierRepo
 from memory.text import emotion_score, emotion_strengths
-
 
 DEBUG_TAG_PREFIX = "debug:"  # HMP's debug marks (`debug:stagnation_loop`): traces for whoever debugs the persona
 
@@ -31,18 +30,42 @@ class DiaryRepo(StatusTierRepo[DiaryEntry]):
     model, tier = DiaryEntry, "diary"
 
     def _index(self, entry: DiaryEntry) -> None:
-        self._put_item(entry, entry.text, tags=entry.tags, emotions=[name for name, _ in emotion_strengths(entry.emotions)],
-                       emotion_score=emotion_score(entry.emotions), importance=min(1.0, 0.5 + 0.1 * entry.priority),
-                       pinned=entry.pinned, thread_id=entry.thread_id, created_at=entry.created_at)
+        self._put_item(
+            entry,
+            entry.text,
+            tags=entry.tags,
+            emotions=[name for name, _ in emotion_strengths(entry.emotions)],
+            emotion_score=emotion_score(entry.emotions),
+            importance=min(1.0, 0.5 + 0.1 * entry.priority),
+            pinned=entry.pinned,
+            thread_id=entry.thread_id,
+            created_at=entry.created_at,
+        )
 
-    def add(self, text: str, *, tags: Iterable[str] = (), emotions: Iterable[str] = (), priority: int = 0,
-            thread_id: str | None = None, tick: int | None = None) -> DiaryEntry:
-        entry = DiaryEntry(text=text, tags=list(tags), emotions=list(emotions), priority=priority,
-                           thread_id=thread_id, tick=tick)
+    def add(
+        self,
+        text: str,
+        *,
+        tags: Iterable[str] = (),
+        emotions: Iterable[str] = (),
+        priority: int = 0,
+        thread_id: str | None = None,
+        tick: int | None = None,
+    ) -> DiaryEntry:
+        entry = DiaryEntry(
+            text=text, tags=list(tags), emotions=list(emotions), priority=priority, thread_id=thread_id, tick=tick
+        )
         return self._insert(entry)
 
-    def list(self, *, limit: int = 20, tag: str | None = None, include_archived: bool = False,
-             pinned_only: bool = False, debug: bool | None = None) -> list[DiaryEntry]:
+    def list(
+        self,
+        *,
+        limit: int = 20,
+        tag: str | None = None,
+        include_archived: bool = False,
+        pinned_only: bool = False,
+        debug: bool | None = None,
+    ) -> list[DiaryEntry]:
         """The newest `limit` entries, oldest first; `debug`: None all, False without `debug:*` tags, True only them."""
         q = select(DiaryEntry)
         if not include_archived:
@@ -65,11 +88,20 @@ class DiaryRepo(StatusTierRepo[DiaryEntry]):
 
     def newer_than(self, entry_id: int, limit: int) -> builtins.list[DiaryEntry]:
         """The newest `limit` entries after `entry_id`, archived ones too, newest first."""
-        return list(self.session.scalars(select(DiaryEntry).where(DiaryEntry.id > entry_id)
-                                   .order_by(DiaryEntry.id.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(DiaryEntry).where(DiaryEntry.id > entry_id).order_by(DiaryEntry.id.desc()).limit(limit)
+            ).all()
+        )
 
-    def update(self, entry_id: int, *, text: str | None = None, tags: builtins.list[str] | None = None,
-               priority: int | None = None) -> DiaryEntry:
+    def update(
+        self,
+        entry_id: int,
+        *,
+        text: str | None = None,
+        tags: builtins.list[str] | None = None,
+        priority: int | None = None,
+    ) -> DiaryEntry:
         entry = self.get(entry_id)
         if text is not None:
             entry.text = text

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-
 from typing import Any, Unpack
 
 from sqlalchemy import Row, Select, bindparam, select
 
-from memory.models import EmotionLogEntry
 from memory.clock import utcnow
+from memory.models import EmotionLogEntry
 from memory.repositories.base import Repo, prepared, table_of
 
 
@@ -31,19 +30,43 @@ def _newest(subject: bool, thread: bool, tick: bool, since: bool) -> Select[Unpa
 
 
 class EmotionLogRepo(Repo):
-    def add(self, emotion: str, strength: int = 3, *, subject: str = "user", snippet: str = "",
-            thread_id: str | None = None, tick: int | None = None, created_at: datetime | None = None) -> EmotionLogEntry:
-        row = EmotionLogEntry(emotion=emotion, strength=strength, subject=subject, snippet=snippet[:200],
-                              thread_id=thread_id, tick=tick, created_at=created_at or utcnow())
+    def add(
+        self,
+        emotion: str,
+        strength: int = 3,
+        *,
+        subject: str = "user",
+        snippet: str = "",
+        thread_id: str | None = None,
+        tick: int | None = None,
+        created_at: datetime | None = None,
+    ) -> EmotionLogEntry:
+        row = EmotionLogEntry(
+            emotion=emotion,
+            strength=strength,
+            subject=subject,
+            snippet=snippet[:200],
+            thread_id=thread_id,
+            tick=tick,
+            created_at=created_at or utcnow(),
+        )
         self.session.add(row)
         self.session.flush()
         return row
 
-    def recent(self, subject: str | None = None, limit: int = 20, *, thread_id: str | None = None,
-               tick: int | None = None, since: datetime | None = None) -> list[Row[Unpack[tuple[Any, ...]]]]:
+    def recent(
+        self,
+        subject: str | None = None,
+        limit: int = 20,
+        *,
+        thread_id: str | None = None,
+        tick: int | None = None,
+        since: datetime | None = None,
+    ) -> list[Row[Unpack[tuple[Any, ...]]]]:
         """The newest `limit` entries, oldest first, as plain rows (by the same names; read only: the drives weigh
         the human's every tick)."""
         q = _newest(bool(subject), thread_id is not None, tick is not None, since is not None)
-        rows = self.core(q, {"subject": subject, "thread_id": thread_id, "tick": tick, "since": since,
-                             "limit": limit}).all()
+        rows = self.core(
+            q, {"subject": subject, "thread_id": thread_id, "tick": tick, "since": since, "limit": limit}
+        ).all()
         return list(reversed(rows))

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 from sqlalchemy import Select, bindparam, select
 
-from memory.models import Entity
 from memory.clock import utcnow
+from memory.models import Entity
 from memory.repositories.base import prepared
 from memory.repositories.tiered import TierRepo
 
@@ -33,13 +33,21 @@ class EntityRepo(TierRepo):
                 return candidate
         return None
 
-    def merge(self, name: str, *, kind: str | None = None, description: str = "", facts: Iterable[str] = (),
-              aliases: Iterable[str] = ()) -> Entity:
+    def merge(
+        self,
+        name: str,
+        *,
+        kind: str | None = None,
+        description: str = "",
+        facts: Iterable[str] = (),
+        aliases: Iterable[str] = (),
+    ) -> Entity:
         """One record per person/thing: a second mention adds what is new instead of making a duplicate."""
         row = self.find(name)
         if row is None:
-            row = Entity(key=entity_key(name), name=name.strip(), kind=kind or "thing", description="",
-                         aliases=[], facts=[])
+            row = Entity(
+                key=entity_key(name), name=name.strip(), kind=kind or "thing", description="", aliases=[], facts=[]
+            )
             self.session.add(row)
         if kind:
             row.kind = kind
@@ -57,9 +65,16 @@ class EntityRepo(TierRepo):
         body = "\n".join([row.description, *[f"- {f}" for f in row.facts or []]]).strip() or row.name
         self.items.put("entity", row.id, body, title=row.name, author="", tags=[row.kind], importance=0.6)
 
-    def update(self, entity_id: int, *, name: str | None = None, kind: str | None = None,
-               description: str | None = None, facts: list[str] | None = None,
-               aliases: list[str] | None = None) -> Entity:
+    def update(
+        self,
+        entity_id: int,
+        *,
+        name: str | None = None,
+        kind: str | None = None,
+        description: str | None = None,
+        facts: list[str] | None = None,
+        aliases: list[str] | None = None,
+    ) -> Entity:
         """Set what is given (a human's edit; `merge` only adds)."""
         row = self.get(entity_id)
         if name is not None and name.strip():

@@ -9,8 +9,8 @@ from typing import Any, Unpack
 
 from sqlalchemy import Row, Select, func, or_, select
 
-from memory.models import Episode
 from memory.clock import utcnow
+from memory.models import Episode
 from memory.repositories.base import one_of, prepared, table_of
 from memory.repositories.tiered import TierRepo
 
@@ -27,8 +27,16 @@ def _latest(counts: tuple[tuple[str, int], ...]) -> Select[Unpack[tuple[Any, ...
 
 
 class EpisodeRepo(TierRepo):
-    def upsert(self, period: str, start: str, summary: str, *, key_events: Iterable[str] = (),
-               emotional_tone: str = "neutral", sources: Iterable[str] = ()) -> Episode:
+    def upsert(
+        self,
+        period: str,
+        start: str,
+        summary: str,
+        *,
+        key_events: Iterable[str] = (),
+        emotional_tone: str = "neutral",
+        sources: Iterable[str] = (),
+    ) -> Episode:
         row = self.get(period, start)
         if row is None:
             row = Episode(period=period, start=start, summary=summary)
@@ -40,8 +48,15 @@ class EpisodeRepo(TierRepo):
         return row
 
     def _index(self, row: Episode) -> None:
-        self.items.put("episode", row.id, row.summary, title=f"{row.period} of {row.start}", tags=[row.period],
-                       created_at=datetime.fromisoformat(row.start).replace(tzinfo=utcnow().tzinfo), importance=0.6)
+        self.items.put(
+            "episode",
+            row.id,
+            row.summary,
+            title=f"{row.period} of {row.start}",
+            tags=[row.period],
+            created_at=datetime.fromisoformat(row.start).replace(tzinfo=utcnow().tzinfo),
+            importance=0.6,
+        )
 
     def by_id(self, episode_id: int) -> Episode:
         return self._get(Episode, episode_id)
@@ -53,8 +68,14 @@ class EpisodeRepo(TierRepo):
             q = q.where(Episode.period == period)
         return list(self.session.scalars(q.order_by(Episode.start.desc(), Episode.id.desc()).limit(limit)).all())
 
-    def update(self, episode_id: int, *, summary: str | None = None, emotional_tone: str | None = None,
-               key_events: builtins.list[str] | None = None) -> Episode:
+    def update(
+        self,
+        episode_id: int,
+        *,
+        summary: str | None = None,
+        emotional_tone: str | None = None,
+        key_events: builtins.list[str] | None = None,
+    ) -> Episode:
         row = self.by_id(episode_id)
         if summary is not None:
             row.summary = summary
@@ -77,11 +98,17 @@ class EpisodeRepo(TierRepo):
         wanted = set(refs)
         if not wanted:
             return 0
-        days = [row for row in self.session.scalars(select(Episode).where(Episode.period == "day")).all()
-                if wanted & set(row.sources or [])]
+        days = [
+            row
+            for row in self.session.scalars(select(Episode).where(Episode.period == "day")).all()
+            if wanted & set(row.sources or [])
+        ]
         rolled = {f"day:{d.start}" for d in days}
-        rollups = [row for row in self.session.scalars(select(Episode).where(Episode.period != "day")).all()
-                   if rolled & set(row.sources or [])]
+        rollups = [
+            row
+            for row in self.session.scalars(select(Episode).where(Episode.period != "day")).all()
+            if rolled & set(row.sources or [])
+        ]
         for row in [*days, *rollups]:
             item = self.items.find("episode", row.id)
             if item is not None:  # its words go, not only its place in recall
@@ -98,13 +125,19 @@ class EpisodeRepo(TierRepo):
         return found
 
     def recent(self, period: str = "day", limit: int = 3) -> builtins.list[Episode]:
-        rows = self.session.scalars(select(Episode).where(Episode.period == period)
-                              .order_by(Episode.start.desc()).limit(limit)).all()
+        rows = self.session.scalars(
+            select(Episode).where(Episode.period == period).order_by(Episode.start.desc()).limit(limit)
+        ).all()
         return list(reversed(rows))
 
     def get(self, period: str, start: str) -> Episode | None:
         return self.session.scalars(select(Episode).where(Episode.period == period, Episode.start == start)).first()
 
     def between(self, period: str, first: str, last: str) -> builtins.list[Episode]:
-        return list(self.session.scalars(select(Episode).where(Episode.period == period, Episode.start >= first,
-                                                         Episode.start <= last).order_by(Episode.start)).all())
+        return list(
+            self.session.scalars(
+                select(Episode)
+                .where(Episode.period == period, Episode.start >= first, Episode.start <= last)
+                .order_by(Episode.start)
+            ).all()
+        )

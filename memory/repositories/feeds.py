@@ -70,11 +70,15 @@ class FeedRepo(Repo):
     def due(self, now: datetime, every_s: float) -> builtins.list[Feed]:
         """Active feeds never fetched, or last fetched `every_s` ago or more."""
         rows = self.list()
-        return [f for f in rows if f.last_fetched_at is None
-                or (now - _aware(f.last_fetched_at, now)).total_seconds() >= every_s]
+        return [
+            f
+            for f in rows
+            if f.last_fetched_at is None or (now - _aware(f.last_fetched_at, now)).total_seconds() >= every_s
+        ]
 
-    def fetched(self, feed_id: int, now: datetime, *, etag: str | None, modified: str | None,
-                error: str | None = None) -> None:
+    def fetched(
+        self, feed_id: int, now: datetime, *, etag: str | None, modified: str | None, error: str | None = None
+    ) -> None:
         row = self.get(feed_id)
         row.last_fetched_at, row.last_error = now, error
         if error is None:
@@ -85,8 +89,14 @@ class FeedRepo(Repo):
         """The entry as a note, unless it was taken before; None then."""
         if self.session.scalars(select(FeedItem.id).where(FeedItem.feed_id == feed.id, FeedItem.guid == guid)).first():
             return None
-        note = Note(text=text, source=FEED_SOURCE, tags=["feed", f"feed:{feed.name}", *(feed.tags or [])],
-                    links=link[:1000], read=False, created_at=now)
+        note = Note(
+            text=text,
+            source=FEED_SOURCE,
+            tags=["feed", f"feed:{feed.name}", *(feed.tags or [])],
+            links=link[:1000],
+            read=False,
+            created_at=now,
+        )
         self.session.add(note)
         self.session.flush()
         self.session.add(FeedItem(feed_id=feed.id, guid=guid, note_id=note.id, created_at=now))
@@ -96,8 +106,14 @@ class FeedRepo(Repo):
 
     def unread_items(self, limit: int = 5) -> builtins.list[Note]:
         """Feed notes not yet read, newest first."""
-        return list(self.session.scalars(select(Note).where(Note.source == FEED_SOURCE, Note.read.is_(False))
-                                   .order_by(Note.id.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(Note)
+                .where(Note.source == FEED_SOURCE, Note.read.is_(False))
+                .order_by(Note.id.desc())
+                .limit(limit)
+            ).all()
+        )
 
     def active_count(self) -> int:
         """The active feeds (`list()`'s length), counted."""

@@ -13,8 +13,8 @@ from typing import Any, TypeVar, Unpack
 
 from sqlalchemy import ColumnElement, Row, Select, bindparam, delete, func, or_, select
 
-from memory.models import Goal, GoalLink, Task
 from memory.clock import utcnow
+from memory.models import Goal, GoalLink, Task
 from memory.repositories.base import Repo, none_of, prepared, table_of
 from memory.statuses import CLOSED_TASK, GoalStatus, TaskStatus
 
@@ -27,9 +27,11 @@ def _goal_criteria(status: bool, horizon: bool, include_archived: bool) -> list[
     """Which goals a list holds (the ORM's `list` and the Core `active_lines`/`leading` alike): not archived unless
     asked, of the bound `status` and `horizon` when given."""
     c = table_of(Goal).c
-    return [*(() if include_archived else (c.archived_at.is_(None),)),
-            *((c.status == bindparam("status"),) if status else ()),
-            *((c.horizon == bindparam("horizon"),) if horizon else ())]
+    return [
+        *(() if include_archived else (c.archived_at.is_(None),)),
+        *((c.status == bindparam("status"),) if status else ()),
+        *((c.horizon == bindparam("horizon"),) if horizon else ()),
+    ]
 
 
 def _goal_order() -> tuple[ColumnElement[Any], ...]:
@@ -39,8 +41,12 @@ def _goal_order() -> tuple[ColumnElement[Any], ...]:
 
 @prepared
 def _goals(status: bool, horizon: bool, include_archived: bool) -> Select[Goal]:
-    return (select(Goal).where(*_goal_criteria(status, horizon, include_archived)).order_by(*_goal_order())
-            .limit(bindparam("limit")))
+    return (
+        select(Goal)
+        .where(*_goal_criteria(status, horizon, include_archived))
+        .order_by(*_goal_order())
+        .limit(bindparam("limit"))
+    )
 
 
 @prepared
@@ -50,25 +56,35 @@ def _leading_goals() -> Select[Unpack[tuple[Any, ...]]]:
     c = table.c
     rank = func.row_number().over(partition_by=c.horizon, order_by=_goal_order()).label("rank")
     ranked = select(c.id, rank).where(*_goal_criteria(True, False, False)).subquery()
-    return (select(table).join(ranked, ranked.c.id == c.id).where(ranked.c.rank <= bindparam("per_horizon"))
-            .order_by(*_goal_order()))
+    return (
+        select(table)
+        .join(ranked, ranked.c.id == c.id)
+        .where(ranked.c.rank <= bindparam("per_horizon"))
+        .order_by(*_goal_order())
+    )
 
 
 @prepared
 def _goal_lines() -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_goals(status=True)` as plain rows (every column)."""
-    return (select(table_of(Goal)).where(*_goal_criteria(True, False, False)).order_by(*_goal_order())
-            .limit(bindparam("limit")))
+    return (
+        select(table_of(Goal))
+        .where(*_goal_criteria(True, False, False))
+        .order_by(*_goal_order())
+        .limit(bindparam("limit"))
+    )
 
 
 def _task_criteria(status: bool, open_only: bool, goal: bool, include_archived: bool) -> list[ColumnElement[bool]]:
     """Which tasks a list holds (the ORM's `list` and the Core `open_lines` alike): not archived unless asked, of the
     bound `status`, not closed with `open_only`, of the bound `goal_id`."""
     c = table_of(Task).c
-    return [*(() if include_archived else (c.archived_at.is_(None),)),
-            *((c.status == bindparam("status"),) if status else ()),
-            *((none_of(c.status, CLOSED_TASK_STATUSES),) if open_only else ()),
-            *((c.goal_id == bindparam("goal_id"),) if goal else ())]
+    return [
+        *(() if include_archived else (c.archived_at.is_(None),)),
+        *((c.status == bindparam("status"),) if status else ()),
+        *((none_of(c.status, CLOSED_TASK_STATUSES),) if open_only else ()),
+        *((c.goal_id == bindparam("goal_id"),) if goal else ()),
+    ]
 
 
 def _task_order() -> tuple[ColumnElement[Any], ...]:
@@ -79,14 +95,22 @@ def _task_order() -> tuple[ColumnElement[Any], ...]:
 @prepared
 def _open_task_lines() -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_tasks(open_only=True)` as plain rows (every column)."""
-    return (select(table_of(Task)).where(*_task_criteria(False, True, False, False)).order_by(*_task_order())
-            .limit(bindparam("limit")))
+    return (
+        select(table_of(Task))
+        .where(*_task_criteria(False, True, False, False))
+        .order_by(*_task_order())
+        .limit(bindparam("limit"))
+    )
 
 
 @prepared
 def _tasks(status: bool, open_only: bool, goal: bool, include_archived: bool) -> Select[Task]:
-    return (select(Task).where(*_task_criteria(status, open_only, goal, include_archived)).order_by(*_task_order())
-            .limit(bindparam("limit")))
+    return (
+        select(Task)
+        .where(*_task_criteria(status, open_only, goal, include_archived))
+        .order_by(*_task_order())
+        .limit(bindparam("limit"))
+    )
 
 
 @prepared
@@ -128,8 +152,14 @@ class _ArchivableRepo(Repo):
         return True
 
     def archived(self, limit: int = 10) -> list[Any]:
-        return list(self.session.scalars(select(self.model).where(self.model.archived_at.is_not(None))
-                                   .order_by(self.model.archived_at.desc(), self.model.id.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(self.model)
+                .where(self.model.archived_at.is_not(None))
+                .order_by(self.model.archived_at.desc(), self.model.id.desc())
+                .limit(limit)
+            ).all()
+        )
 
     def purge(self, row_id: int) -> None:
         """Delete the row for good (a human's delete; the persona archives)."""
@@ -139,14 +169,31 @@ class _ArchivableRepo(Repo):
 class GoalRepo(_ArchivableRepo):
     model = Goal
 
-    def add(self, title: str, *, description: str = "", horizon: str = "short", priority: int = 1,
-            constraints: Iterable[str] = (), success_criteria: Iterable[str] = (), tags: Iterable[str] = (),
-            parent_id: int | None = None, related_values: Iterable[str] = ()) -> Goal:
+    def add(
+        self,
+        title: str,
+        *,
+        description: str = "",
+        horizon: str = "short",
+        priority: int = 1,
+        constraints: Iterable[str] = (),
+        success_criteria: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        parent_id: int | None = None,
+        related_values: Iterable[str] = (),
+    ) -> Goal:
         if horizon not in ("short", "long"):
             raise ValueError(f"horizon must be short or long, not {horizon!r}")
-        goal = Goal(title=title, description=description, horizon=horizon, priority=priority,
-                    constraints=list(constraints), success_criteria=list(success_criteria), tags=list(tags),
-                    related_values=list(related_values))
+        goal = Goal(
+            title=title,
+            description=description,
+            horizon=horizon,
+            priority=priority,
+            constraints=list(constraints),
+            success_criteria=list(success_criteria),
+            tags=list(tags),
+            related_values=list(related_values),
+        )
         self.session.add(goal)
         self.session.flush()
         if parent_id is not None:
@@ -156,10 +203,15 @@ class GoalRepo(_ArchivableRepo):
     def get(self, goal_id: int) -> Goal:
         return self._get(Goal, goal_id)
 
-    def list(self, *, status: str | None = None, horizon: str | None = None, limit: int = 50,
-             include_archived: bool = False) -> list[Goal]:
-        return list(self.session.scalars(_goals(bool(status), bool(horizon), include_archived),
-                                   {"status": status, "horizon": horizon, "limit": limit}).all())
+    def list(
+        self, *, status: str | None = None, horizon: str | None = None, limit: int = 50, include_archived: bool = False
+    ) -> list[Goal]:
+        return list(
+            self.session.scalars(
+                _goals(bool(status), bool(horizon), include_archived),
+                {"status": status, "horizon": horizon, "limit": limit},
+            ).all()
+        )
 
     def active_lines(self, limit: int = 50) -> builtins.list[Row[Unpack[tuple[Any, ...]]]]:
         """`list(status="active")` as plain rows (by the same names; read only: the drives weigh them every tick)."""
@@ -185,8 +237,17 @@ class GoalRepo(_ArchivableRepo):
         goal = self.get(goal_id)
         if fields.get("status") is not None:
             self.set_status(goal_id, fields.pop("status"), fields.get("reason"))
-        for name in ("title", "description", "horizon", "priority", "constraints", "success_criteria", "tags", "reason",
-                     "related_values"):
+        for name in (
+            "title",
+            "description",
+            "horizon",
+            "priority",
+            "constraints",
+            "success_criteria",
+            "tags",
+            "reason",
+            "related_values",
+        ):
             if fields.get(name) is not None:
                 setattr(goal, name, fields[name])
         if fields.get("progress"):
@@ -196,12 +257,16 @@ class GoalRepo(_ArchivableRepo):
 
     def purge(self, goal_id: int) -> None:
         """Delete the goal and its subgoal links for good (a human's delete; the persona archives)."""
-        self.session.execute(delete(GoalLink).where(or_(GoalLink.parent_goal_id == goal_id, GoalLink.child_goal_id == goal_id)))
+        self.session.execute(
+            delete(GoalLink).where(or_(GoalLink.parent_goal_id == goal_id, GoalLink.child_goal_id == goal_id))
+        )
         super().purge(goal_id)
 
     def link(self, parent_id: int, child_id: int, relation: str = "subgoal") -> GoalLink:
         self.get(parent_id), self.get(child_id)
-        if parent_id == child_id or parent_id in {g.id for g in self.subgoals(child_id, deep=True, include_archived=True)}:
+        if parent_id == child_id or parent_id in {
+            g.id for g in self.subgoals(child_id, deep=True, include_archived=True)
+        }:
             raise ValueError(f"goal {child_id} cannot be a subgoal of {parent_id}: that makes a cycle")
         link = GoalLink(parent_goal_id=parent_id, child_goal_id=child_id, relation_type=relation)
         self.session.add(link)
@@ -212,7 +277,11 @@ class GoalRepo(_ArchivableRepo):
         found: list[Goal] = []
         frontier = [goal_id]
         while frontier:
-            q = select(Goal).join(GoalLink, GoalLink.child_goal_id == Goal.id).where(GoalLink.parent_goal_id.in_(frontier))
+            q = (
+                select(Goal)
+                .join(GoalLink, GoalLink.child_goal_id == Goal.id)
+                .where(GoalLink.parent_goal_id.in_(frontier))
+            )
             children = list(self.session.scalars(self._unless_archived(q, include_archived)).all())
             found.extend(children)
             frontier = [c.id for c in children] if deep else []
@@ -224,20 +293,42 @@ class GoalRepo(_ArchivableRepo):
 
     def progress(self, goal_id: int) -> dict[str, Any]:
         """HMP metric: completed share of the goal's tasks (archived tasks left out)."""
-        statuses = self.session.scalars(select(Task.status).where(Task.goal_id == goal_id, Task.archived_at.is_(None))).all()
+        statuses = self.session.scalars(
+            select(Task.status).where(Task.goal_id == goal_id, Task.archived_at.is_(None))
+        ).all()
         total, done = len(statuses), sum(1 for s in statuses if s == "done")
-        return {"tasks": int(total), "done": int(done), "completion_rate": round(100.0 * done / total, 2) if total else 0.0}
+        return {
+            "tasks": int(total),
+            "done": int(done),
+            "completion_rate": round(100.0 * done / total, 2) if total else 0.0,
+        }
 
 
 class TaskRepo(_ArchivableRepo):
     model = Task
 
-    def add(self, title: str, *, goal_id: int | None = None, description: str = "", priority: int = 1,
-            pinned: bool = False, kind: str = "task", tags: Iterable[str] = ()) -> Task:
+    def add(
+        self,
+        title: str,
+        *,
+        goal_id: int | None = None,
+        description: str = "",
+        priority: int = 1,
+        pinned: bool = False,
+        kind: str = "task",
+        tags: Iterable[str] = (),
+    ) -> Task:
         if goal_id is not None:
             self._get(Goal, goal_id)
-        task = Task(title=title, goal_id=goal_id, description=description, priority=priority, pinned=pinned,
-                    kind=kind, tags=list(tags))
+        task = Task(
+            title=title,
+            goal_id=goal_id,
+            description=description,
+            priority=priority,
+            pinned=pinned,
+            kind=kind,
+            tags=list(tags),
+        )
         self.session.add(task)
         self.session.flush()
         return task
@@ -245,10 +336,21 @@ class TaskRepo(_ArchivableRepo):
     def get(self, task_id: int) -> Task:
         return self._get(Task, task_id)
 
-    def list(self, *, status: str | None = None, goal_id: int | None = None, open_only: bool = False,
-             limit: int = 50, include_archived: bool = False) -> list[Task]:
-        return list(self.session.scalars(_tasks(bool(status), open_only, goal_id is not None, include_archived),
-                                   {"status": status, "goal_id": goal_id, "limit": limit}).all())
+    def list(
+        self,
+        *,
+        status: str | None = None,
+        goal_id: int | None = None,
+        open_only: bool = False,
+        limit: int = 50,
+        include_archived: bool = False,
+    ) -> list[Task]:
+        return list(
+            self.session.scalars(
+                _tasks(bool(status), open_only, goal_id is not None, include_archived),
+                {"status": status, "goal_id": goal_id, "limit": limit},
+            ).all()
+        )
 
     def update(self, task_id: int, **fields: Any) -> Task:
         task = self.get(task_id)

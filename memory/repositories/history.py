@@ -21,8 +21,16 @@ class HistoryRepo(Repo):
         if rows:
             self.session.connection().execute(insert(MemoryChange), rows)
 
-    def list(self, *, tier: str | None = None, ref: str | int | None = None, actor: str | None = None,
-             action: str | None = None, limit: int = 50, before_id: int | None = None) -> list[MemoryChange]:
+    def list(
+        self,
+        *,
+        tier: str | None = None,
+        ref: str | int | None = None,
+        actor: str | None = None,
+        action: str | None = None,
+        limit: int = 50,
+        before_id: int | None = None,
+    ) -> list[MemoryChange]:
         """Changes, newest first; `before_id` pages back."""
         q = select(MemoryChange)
         if tier:

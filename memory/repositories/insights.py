@@ -6,8 +6,8 @@ from datetime import datetime
 
 from sqlalchemy import Select, select
 
-from memory.models import Insight
 from memory.clock import utcnow
+from memory.models import Insight
 from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import TierRepo
 
@@ -25,27 +25,57 @@ def _latest_strategy() -> Select[str]:
 
 
 class InsightRepo(TierRepo):
-    def add(self, insight: str, *, strategy: str = "", log_entry: str = "", trigger_topic: str = "",
-            level: int = 1, created_at: datetime | None = None) -> Insight:
-        row = Insight(insight=insight, strategy=strategy, log_entry=log_entry, trigger_topic=trigger_topic, level=level,
-                      created_at=created_at or utcnow())
+    def add(
+        self,
+        insight: str,
+        *,
+        strategy: str = "",
+        log_entry: str = "",
+        trigger_topic: str = "",
+        level: int = 1,
+        created_at: datetime | None = None,
+    ) -> Insight:
+        row = Insight(
+            insight=insight,
+            strategy=strategy,
+            log_entry=log_entry,
+            trigger_topic=trigger_topic,
+            level=level,
+            created_at=created_at or utcnow(),
+        )
         self.session.add(row)
         self.session.flush()
         self._index(row)
         return row
 
     def _index(self, row: Insight) -> None:
-        self.items.put("insight", row.id, f"{row.insight}\nStrategy: {row.strategy}".strip(), title=row.trigger_topic,
-                       importance=0.7)
+        self.items.put(
+            "insight",
+            row.id,
+            f"{row.insight}\nStrategy: {row.strategy}".strip(),
+            title=row.trigger_topic,
+            importance=0.7,
+        )
 
     def get(self, insight_id: int) -> Insight:
         return self._get(Insight, insight_id)
 
-    def update(self, insight_id: int, *, insight: str | None = None, strategy: str | None = None,
-               log_entry: str | None = None, trigger_topic: str | None = None) -> Insight:
+    def update(
+        self,
+        insight_id: int,
+        *,
+        insight: str | None = None,
+        strategy: str | None = None,
+        log_entry: str | None = None,
+        trigger_topic: str | None = None,
+    ) -> Insight:
         row = self.get(insight_id)
-        for name, value in (("insight", insight), ("strategy", strategy), ("log_entry", log_entry),
-                            ("trigger_topic", trigger_topic)):
+        for name, value in (
+            ("insight", insight),
+            ("strategy", strategy),
+            ("log_entry", log_entry),
+            ("trigger_topic", trigger_topic),
+        ):
             if value is not None:
                 setattr(row, name, value)
         self.session.flush()
@@ -69,7 +99,9 @@ class InsightRepo(TierRepo):
 
     def last_at_level(self, level: int) -> Insight | None:
         """The latest dream of at least this level."""
-        return self.session.scalars(select(Insight).where(Insight.level >= level).order_by(Insight.id.desc()).limit(1)).first()
+        return self.session.scalars(
+            select(Insight).where(Insight.level >= level).order_by(Insight.id.desc()).limit(1)
+        ).first()
 
     def first(self) -> Insight | None:
         return self.session.scalars(select(Insight).order_by(Insight.id).limit(1)).first()

@@ -14,12 +14,11 @@ from types import SimpleNamespace
 from typing import Any, TypeAlias, Unpack
 
 from sqlalchemy import ColumnElement, Insert, Row, Select, Update, bindparam, func, insert, or_, select, update
-
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
-from memory.models import MemoryItem, MemoryJournal
 from memory.clock import utcnow
+from memory.models import MemoryItem, MemoryJournal
 from memory.repositories.base import Repo, one_of, prepared, table_of
 from memory.repositories.lexical import LexicalRepo
 from memory.repositories.vectors import VectorRepo
@@ -50,8 +49,12 @@ def _id_by_ref() -> Select[tuple[int]]:
 
 @prepared
 def _last_of() -> Select[MemoryItem]:
-    return (select(MemoryItem).where(MemoryItem.episode == bindparam("episode"), MemoryItem.seq.is_not(None))
-            .order_by(MemoryItem.seq.desc()).limit(1))
+    return (
+        select(MemoryItem)
+        .where(MemoryItem.episode == bindparam("episode"), MemoryItem.seq.is_not(None))
+        .order_by(MemoryItem.seq.desc())
+        .limit(1)
+    )
 
 
 @prepared
@@ -62,28 +65,49 @@ def _insert_item() -> Insert:
 @prepared
 def _update_context_after() -> Update:
     c = table_of(MemoryItem).c
-    return (update(table_of(MemoryItem)).where(c.id == bindparam("item_id"))
-            .values(context_after=bindparam("rendered"), updated_at=bindparam("now")))
+    return (
+        update(table_of(MemoryItem))
+        .where(c.id == bindparam("item_id"))
+        .values(context_after=bindparam("rendered"), updated_at=bindparam("now"))
+    )
 
 
-NEIGHBOUR_COLUMNS = ("id", "seq", "created_at", "updated_at", "author", "title", "text", "context_before", "context_after",
-                     "event_at", "meta")  # what a new item takes from the one before it, and its full-text document
+NEIGHBOUR_COLUMNS = (
+    "id",
+    "seq",
+    "created_at",
+    "updated_at",
+    "author",
+    "title",
+    "text",
+    "context_before",
+    "context_after",
+    "event_at",
+    "meta",
+)  # what a new item takes from the one before it, and its full-text document
 
 
 @prepared
 def _last_line() -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_last_of` as one plain row of NEIGHBOUR_COLUMNS."""
     c = table_of(MemoryItem).c
-    return (select(*(c[name] for name in NEIGHBOUR_COLUMNS)).where(c.episode == bindparam("episode"), c.seq.is_not(None))
-            .order_by(c.seq.desc()).limit(1))
+    return (
+        select(*(c[name] for name in NEIGHBOUR_COLUMNS))
+        .where(c.episode == bindparam("episode"), c.seq.is_not(None))
+        .order_by(c.seq.desc())
+        .limit(1)
+    )
 
 
 @prepared
 def _line_at() -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_by_episode_seq` as one plain row of NEIGHBOUR_COLUMNS."""
     c = table_of(MemoryItem).c
-    return (select(*(c[name] for name in NEIGHBOUR_COLUMNS))
-            .where(c.episode == bindparam("episode"), c.seq == bindparam("seq")).limit(1))
+    return (
+        select(*(c[name] for name in NEIGHBOUR_COLUMNS))
+        .where(c.episode == bindparam("episode"), c.seq == bindparam("seq"))
+        .limit(1)
+    )
 
 
 @prepared
@@ -107,7 +131,8 @@ def _lines_by_ids() -> Select[Unpack[tuple[Any, ...]]]:
 def _refs(column: str) -> Select[str, Any]:
     """(ref, `column`) of the items of a tier with these refs."""
     return select(MemoryItem.ref, getattr(MemoryItem, column)).where(
-        MemoryItem.tier == bindparam("tier"), MemoryItem.ref.in_(bindparam("refs", expanding=True)))
+        MemoryItem.tier == bindparam("tier"), MemoryItem.ref.in_(bindparam("refs", expanding=True))
+    )
 
 
 @prepared
@@ -118,8 +143,11 @@ def _journal_rows() -> Insert:
 @prepared
 def _touch() -> Update:
     c = table_of(MemoryItem).c
-    return (update(table_of(MemoryItem)).where(c.id.in_(bindparam("ids", expanding=True)))
-            .values(access_count=c.access_count + 1, last_accessed_at=bindparam("now")))
+    return (
+        update(table_of(MemoryItem))
+        .where(c.id.in_(bindparam("ids", expanding=True)))
+        .values(access_count=c.access_count + 1, last_accessed_at=bindparam("now"))
+    )
 
 
 @prepared
@@ -174,10 +202,24 @@ class MemoryItemRepo(Repo):
     def _index_texts(self, items: Iterable[Any]) -> None:
         """Write the items' full-text documents (their words and their neighbours'), in one statement per kind;
         `items`: MemoryItems, or rows of their columns."""
-        self.lexical.put_many([(item.id, *lexical_document(
-            created_at=item.created_at, author=item.author or "", title=item.title or "", text=item.text or "",
-            context_before=item.context_before or "", context_after=item.context_after or "", event_at=item.event_at,
-            expansion=str((item.meta or {}).get("expansion") or ""))) for item in items])
+        self.lexical.put_many(
+            [
+                (
+                    item.id,
+                    *lexical_document(
+                        created_at=item.created_at,
+                        author=item.author or "",
+                        title=item.title or "",
+                        text=item.text or "",
+                        context_before=item.context_before or "",
+                        context_after=item.context_after or "",
+                        event_at=item.event_at,
+                        expansion=str((item.meta or {}).get("expansion") or ""),
+                    ),
+                )
+                for item in items
+            ]
+        )
 
     def get(self, item_id: int) -> MemoryItem | None:
         return self.session.get(MemoryItem, item_id)
@@ -185,20 +227,41 @@ class MemoryItemRepo(Repo):
     def find(self, tier: str, ref: str | int) -> MemoryItem | None:
         return self.session.scalars(_by_ref(), {"tier": tier, "ref": str(ref)}).first()
 
-    def put(self, tier: str, ref: str | int, text: str, *, author: str = "", episode: str | None = None,
-            seq: int | None = None, title: str = "", thread_id: str | None = None, tags: Iterable[str] = (),
-            emotions: Iterable[str] = (), importance: float = 0.5, emotion_score: float = 0.0,
-            novelty: float | None = None, pinned: bool = False, created_at: datetime | None = None,
-            context_before: str | None = None, meta: dict[str, Any] | None = None,
-            event_at: datetime | None = None) -> MemoryItem:
+    def put(
+        self,
+        tier: str,
+        ref: str | int,
+        text: str,
+        *,
+        author: str = "",
+        episode: str | None = None,
+        seq: int | None = None,
+        title: str = "",
+        thread_id: str | None = None,
+        tags: Iterable[str] = (),
+        emotions: Iterable[str] = (),
+        importance: float = 0.5,
+        emotion_score: float = 0.0,
+        novelty: float | None = None,
+        pinned: bool = False,
+        created_at: datetime | None = None,
+        context_before: str | None = None,
+        meta: dict[str, Any] | None = None,
+        event_at: datetime | None = None,
+    ) -> MemoryItem:
         """Insert or update the item standing for `tier`/`ref`. In an episode, the item learns the text
         before it, and the item before it learns this one (both are re-indexed). `event_at`: when what it tells
         happened, when its source says (memory/event_time.py; else the follow-up reads it from the text)."""
         # Core first: the tick writes a new item every tick, which an ORM query would look for at a higher cost
         found_id = self.core(_id_by_ref(), {"tier": tier, "ref": str(ref)}).scalar()
         found = self.session.get(MemoryItem, found_id) if found_id is not None else None
-        if found is not None and episode is not None and seq is None and found.seq is not None \
-                and found.episode == episode:
+        if (
+            found is not None
+            and episode is not None
+            and seq is None
+            and found.seq is not None
+            and found.episode == episode
+        ):
             seq = found.seq
         previous: Row[Unpack[tuple[Any, ...]]] | None = None
         if episode is not None and seq is None:  # placed after the episode's last item: that item is the one before
@@ -214,9 +277,21 @@ class MemoryItemRepo(Repo):
             if previous.context_after != rendered:
                 changed.append(self._set_context_after(previous, rendered, now))
         fields: dict[str, Any] = {
-            "text": text, "author": author, "episode": episode, "seq": seq, "title": title, "thread_id": thread_id,
-            "tags": list(tags), "emotions": list(emotions), "importance": importance, "emotion_score": emotion_score,
-            "novelty": novelty, "pinned": pinned, "context_before": context_before or "", "updated_at": now}
+            "text": text,
+            "author": author,
+            "episode": episode,
+            "seq": seq,
+            "title": title,
+            "thread_id": thread_id,
+            "tags": list(tags),
+            "emotions": list(emotions),
+            "importance": importance,
+            "emotion_score": emotion_score,
+            "novelty": novelty,
+            "pinned": pinned,
+            "context_before": context_before or "",
+            "updated_at": now,
+        }
         if created_at is not None:
             fields["created_at"] = created_at
         if meta is not None:
@@ -256,8 +331,14 @@ class MemoryItemRepo(Repo):
 
     def after(self, item_id: int, limit: int) -> list[MemoryItem]:
         """Live items written after `item_id`, by id (what the memory index's follow-up has still to look at)."""
-        return list(self.session.scalars(select(MemoryItem).where(MemoryItem.id > item_id, MemoryItem.status != "deleted")
-                                          .order_by(MemoryItem.id).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(MemoryItem)
+                .where(MemoryItem.id > item_id, MemoryItem.status != "deleted")
+                .order_by(MemoryItem.id)
+                .limit(limit)
+            ).all()
+        )
 
     def set_event_time(self, item: MemoryItem, at: datetime, phrase: str, precision: str) -> None:
         """The event time the item's text names (memory/event_time.py), journalled and in its full-text document."""
@@ -282,7 +363,7 @@ class MemoryItemRepo(Repo):
         deleted one has none) and a journal upsert each, so the vector store embeds them again; how many."""
         ids, done = sorted(set(item_ids)), 0
         for start in range(0, len(ids), 500):
-            items = [i for i in self.many(ids[start:start + 500]).values() if i.status != "deleted"]
+            items = [i for i in self.many(ids[start : start + 500]).values() if i.status != "deleted"]
             if items:
                 self._journal(items[0].id, "upsert", *(i.id for i in items[1:]))
                 self._index_texts(items)
@@ -351,16 +432,28 @@ class MemoryItemRepo(Repo):
         ids = list(item_ids)
         if not ids:
             return []
-        return [int(i) for i in self.session.scalars(select(MemoryItem.id).where(
-            MemoryItem.id.in_(ids), MemoryItem.status == "active", MemoryItem.pinned.is_(False))).all()]
+        return [
+            int(i)
+            for i in self.session.scalars(
+                select(MemoryItem.id).where(
+                    MemoryItem.id.in_(ids), MemoryItem.status == "active", MemoryItem.pinned.is_(False)
+                )
+            ).all()
+        ]
 
     def set_status_of(self, tier: str, ref: str | int, status: str) -> bool:
         item = self.find(tier, ref)
         return item is not None and self.set_status([item.id], status) > 0
 
     def archived(self, limit: int = 10) -> list[MemoryItem]:
-        return list(self.session.scalars(select(MemoryItem).where(MemoryItem.status == "archived")
-                                   .order_by(MemoryItem.updated_at.desc(), MemoryItem.id.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(MemoryItem)
+                .where(MemoryItem.status == "archived")
+                .order_by(MemoryItem.updated_at.desc(), MemoryItem.id.desc())
+                .limit(limit)
+            ).all()
+        )
 
     def many(self, item_ids: Iterable[int]) -> dict[int, MemoryItem]:
         ids = list(item_ids)
@@ -376,8 +469,18 @@ class MemoryItemRepo(Repo):
             return {}
         return {row.id: row for row in self.core(_lines_by_ids(), {"ids": ids}).all()}
 
-    RANKING_COLUMNS = (MemoryItem.id, MemoryItem.tier, MemoryItem.status, MemoryItem.created_at, MemoryItem.author,
-                       MemoryItem.episode, MemoryItem.seq, MemoryItem.importance, MemoryItem.text, MemoryItem.event_at)
+    RANKING_COLUMNS = (
+        MemoryItem.id,
+        MemoryItem.tier,
+        MemoryItem.status,
+        MemoryItem.created_at,
+        MemoryItem.author,
+        MemoryItem.episode,
+        MemoryItem.seq,
+        MemoryItem.importance,
+        MemoryItem.text,
+        MemoryItem.event_at,
+    )
 
     def ranking_rows(self, item_ids: Iterable[int], focus: bool = False) -> dict[int, RankingRow]:
         """What ranking reads of these items (plain rows, not entities: a query reads hundreds); their tags and
@@ -386,13 +489,17 @@ class MemoryItemRepo(Repo):
         found: dict[int, RankingRow] = {}
         q = _ranking_rows(focus)  # Core rows: no ORM bookkeeping for hundreds of rows a query
         for start in range(0, len(ids), 500):
-            found.update({row.id: row for row in self.core(q, {"ids": ids[start:start + 500]})})
+            found.update({row.id: row for row in self.core(q, {"ids": ids[start : start + 500]})})
         return found
 
     def ranking_page(self, after_id: int, limit: int) -> list[RankingRow]:
         """The ranking rows of the next `limit` live items after `after_id`, by id (a restarted index's warm-up)."""
-        q = (select(*self.RANKING_COLUMNS).where(MemoryItem.id > after_id, MemoryItem.status != "deleted")
-             .order_by(MemoryItem.id).limit(limit))
+        q = (
+            select(*self.RANKING_COLUMNS)
+            .where(MemoryItem.id > after_id, MemoryItem.status != "deleted")
+            .order_by(MemoryItem.id)
+            .limit(limit)
+        )
         return list(self.session.connection().execute(q))
 
     def at_positions(self, positions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -404,17 +511,27 @@ class MemoryItemRepo(Repo):
         connection = self.session.connection()
         mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"  # the driver's own: SQLAlchemy's compile
         for start in range(0, len(wanted), 400):  # of hundreds of bound names costs more than the query
-            page = wanted[start:start + 400]
+            page = wanted[start : start + 400]
             rows = ", ".join(f"({mark}, {mark})" for _ in page)
-            sql = (f"WITH wanted(episode, seq) AS (VALUES {rows}) SELECT m.episode, m.seq, m.id FROM wanted "
-                   f"JOIN {MemoryItem.__tablename__} m ON m.episode = wanted.episode AND m.seq = wanted.seq WHERE m.status != 'deleted'")
-            found.update({(e, q): i for e, q, i in connection.exec_driver_sql(
-                sql, tuple(value for e, q in page for value in (e, int(q))))})
+            sql = (
+                f"WITH wanted(episode, seq) AS (VALUES {rows}) SELECT m.episode, m.seq, m.id FROM wanted "
+                f"JOIN {MemoryItem.__tablename__} m ON m.episode = wanted.episode AND m.seq = wanted.seq WHERE m.status != 'deleted'"  # noqa: E501
+            )
+            found.update(
+                {
+                    (e, q): i
+                    for e, q, i in connection.exec_driver_sql(
+                        sql, tuple(value for e, q in page for value in (e, int(q)))
+                    )
+                }
+            )
         return found
 
     def authors(self) -> set[str]:
         """Everyone who wrote a live item."""
-        return set(self.session.scalars(select(MemoryItem.author).where(MemoryItem.status != "deleted").distinct()).all())
+        return set(
+            self.session.scalars(select(MemoryItem.author).where(MemoryItem.status != "deleted").distinct()).all()
+        )
 
     def touch(self, item_ids: Iterable[int], now: datetime) -> None:
         ids = list(item_ids)
@@ -467,11 +584,16 @@ class MemoryItemRepo(Repo):
             q = q.where((MemoryItem.thread_id.is_(None)) | (MemoryItem.thread_id != exclude_thread))
         return list(self.session.scalars(q.order_by(func.random()).limit(limit)).all())
 
-    def sample_lines(self, tiers: Iterable[str], limit: int = 50,
-                     exclude_thread: str | None = None) -> list[Row[Unpack[tuple[Any, ...]]]]:
+    def sample_lines(
+        self, tiers: Iterable[str], limit: int = 50, exclude_thread: str | None = None
+    ) -> list[Row[Unpack[tuple[Any, ...]]]]:
         """`sample` as plain rows of SAMPLE_COLUMNS (by the same names), for a reader of the tick's hot path."""
-        return list(self.core(_sample_lines(tuple(tiers), exclude_thread is not None),
-                              {"limit": limit, "exclude_thread": exclude_thread}).all())
+        return list(
+            self.core(
+                _sample_lines(tuple(tiers), exclude_thread is not None),
+                {"limit": limit, "exclude_thread": exclude_thread},
+            ).all()
+        )
 
     def of_tier(self, tier: str, status: str | None = "active", limit: int | None = None) -> list[MemoryItem]:
         q = select(MemoryItem).where(MemoryItem.tier == tier)
@@ -485,25 +607,44 @@ class MemoryItemRepo(Repo):
     def novelty_candidates(self, after_id: int, upto_id: int, tiers: Iterable[str], limit: int) -> list[MemoryItem]:
         """Active items of these tiers in (after_id, upto_id], by id, that the manager may judge (never the
         human's words)."""
-        return list(self.session.scalars(
-            select(MemoryItem).where(MemoryItem.id > after_id, MemoryItem.id <= upto_id,
-                                     MemoryItem.tier.in_(list(tiers)), MemoryItem.status == "active",
-                                     _not_the_humans_words())
-            .order_by(MemoryItem.id).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(MemoryItem)
+                .where(
+                    MemoryItem.id > after_id,
+                    MemoryItem.id <= upto_id,
+                    MemoryItem.tier.in_(list(tiers)),
+                    MemoryItem.status == "active",
+                    _not_the_humans_words(),
+                )
+                .order_by(MemoryItem.id)
+                .limit(limit)
+            ).all()
+        )
 
     def novelty_below(self, ceiling: float, upto_id: int, tiers: Iterable[str]) -> list[MemoryItem]:
         """Judged, active, unpinned items of these tiers up to `upto_id` whose novelty is under `ceiling`, least
         novel first (never the human's words)."""
-        return list(self.session.scalars(
-            select(MemoryItem).where(MemoryItem.id <= upto_id, MemoryItem.tier.in_(list(tiers)),
-                                     MemoryItem.status == "active", MemoryItem.pinned.is_(False),
-                                     MemoryItem.novelty.is_not(None), MemoryItem.novelty < ceiling,
-                                     _not_the_humans_words())
-            .order_by(MemoryItem.novelty, MemoryItem.id)).all())
+        return list(
+            self.session.scalars(
+                select(MemoryItem)
+                .where(
+                    MemoryItem.id <= upto_id,
+                    MemoryItem.tier.in_(list(tiers)),
+                    MemoryItem.status == "active",
+                    MemoryItem.pinned.is_(False),
+                    MemoryItem.novelty.is_not(None),
+                    MemoryItem.novelty < ceiling,
+                    _not_the_humans_words(),
+                )
+                .order_by(MemoryItem.novelty, MemoryItem.id)
+            ).all()
+        )
 
     def _active_unpinned(self, tier: str) -> Select[MemoryItem]:
-        return select(MemoryItem).where(MemoryItem.tier == tier, MemoryItem.status == "active",
-                                        MemoryItem.pinned.is_(False))
+        return select(MemoryItem).where(
+            MemoryItem.tier == tier, MemoryItem.status == "active", MemoryItem.pinned.is_(False)
+        )
 
     def count_active_unpinned(self, tier: str) -> int:
         return self.session.scalar(select(func.count()).select_from(self._active_unpinned(tier).subquery())) or 0
@@ -514,8 +655,12 @@ class MemoryItemRepo(Repo):
     # ---- the episodic summaries' queries -----------------------------------------------------------------
 
     def _written_between(self, tiers: Iterable[str], start: datetime, end: datetime) -> Select[MemoryItem]:
-        return select(MemoryItem).where(MemoryItem.tier.in_(list(tiers)), MemoryItem.status != "deleted",
-                                        MemoryItem.created_at >= start, MemoryItem.created_at < end)
+        return select(MemoryItem).where(
+            MemoryItem.tier.in_(list(tiers)),
+            MemoryItem.status != "deleted",
+            MemoryItem.created_at >= start,
+            MemoryItem.created_at < end,
+        )
 
     def written_between(self, tiers: Iterable[str], start: datetime, end: datetime) -> list[MemoryItem]:
         """Items of these tiers (archived ones too) written in [start, end), oldest first."""

@@ -14,18 +14,38 @@ class KnowledgeBaseRepo(TierRepo):
     def by_hash(self, sha256: str) -> KBDocument | None:
         return self.session.scalars(select(KBDocument).where(KBDocument.sha256 == sha256)).first()
 
-    def add(self, path: str, title: str, sha256: str, pieces: Sequence[str], *, source: str = "",
-            author: str = "", tags: Sequence[str] = ()) -> KBDocument:
+    def add(
+        self,
+        path: str,
+        title: str,
+        sha256: str,
+        pieces: Sequence[str],
+        *,
+        source: str = "",
+        author: str = "",
+        tags: Sequence[str] = (),
+    ) -> KBDocument:
         """`source`: who gave the document and how, when not the owner (`Ann (guest, via matrix)`), kept with it
         and in each chunk's metadata; `author`: their name, each chunk's author (a search shows it)."""
-        doc = KBDocument(path=path, title=title, sha256=sha256, chunks=len(pieces), chars=sum(map(len, pieces)),
-                         source=source[:300])
+        doc = KBDocument(
+            path=path, title=title, sha256=sha256, chunks=len(pieces), chars=sum(map(len, pieces)), source=source[:300]
+        )
         meta = {"path": path, "from": source} if source else {"path": path}
         self.session.add(doc)
         self.session.flush()
         for number, piece in enumerate(pieces):
-            self.items.put("kb", f"{doc.id}:{number}", piece, title=title, episode=f"kb:{doc.id}", seq=number,
-                           importance=0.5, meta=meta, author=author[:200], tags=tags)
+            self.items.put(
+                "kb",
+                f"{doc.id}:{number}",
+                piece,
+                title=title,
+                episode=f"kb:{doc.id}",
+                seq=number,
+                importance=0.5,
+                meta=meta,
+                author=author[:200],
+                tags=tags,
+            )
         return doc
 
     def list(self) -> list[KBDocument]:

@@ -19,7 +19,6 @@ import random
 import time
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-
 from functools import lru_cache
 
 from sqlalchemy import Connection, TextClause, text
@@ -37,6 +36,8 @@ TABLE = "memory_fts"
 def _sql(statement: str) -> TextClause:
     """A fixed-shape statement's `text()`, built (its bound names parsed) once: the tick runs several."""
     return text(statement)
+
+
 BACKFILL_PAGE = 2000
 
 
@@ -46,8 +47,12 @@ def create_lexical_index(conn: Connection) -> None:
         conn.execute(text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING fts5(own, context, tokenize='ascii')"))
         conn.execute(text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE}_terms USING fts5vocab({TABLE}, 'row')"))
         return
-    conn.execute(text(f"CREATE TABLE IF NOT EXISTS {TABLE} (item_id INTEGER PRIMARY KEY, own TEXT NOT NULL, "
-                      "context TEXT NOT NULL, document TSVECTOR NOT NULL)"))
+    conn.execute(
+        text(
+            f"CREATE TABLE IF NOT EXISTS {TABLE} (item_id INTEGER PRIMARY KEY, own TEXT NOT NULL, "
+            "context TEXT NOT NULL, document TSVECTOR NOT NULL)"
+        )
+    )
     conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{TABLE}_document ON {TABLE} USING GIN (document)"))
 
 
@@ -62,15 +67,29 @@ def backfill_lexical_index(conn: Connection) -> int:
     started, done, after = time.monotonic(), 0, 0
     lexical = LexicalRepo(None, conn)
     while True:
-        rows = conn.execute(text("SELECT id, created_at, author, title, text, context_before, context_after "
-                                 "FROM memory_items WHERE status != 'deleted' AND id > :after ORDER BY id LIMIT :n"),
-                            {"after": after, "n": BACKFILL_PAGE}).all()
+        rows = conn.execute(
+            text(
+                "SELECT id, created_at, author, title, text, context_before, context_after "
+                "FROM memory_items WHERE status != 'deleted' AND id > :after ORDER BY id LIMIT :n"
+            ),
+            {"after": after, "n": BACKFILL_PAGE},
+        ).all()
         if not rows:
             break
-        lexical.put_many((row.id, *lexical_document(created_at=_as_datetime(row.created_at), author=row.author or "",
-                                                      title=row.title or "", text=row.text or "",
-                                                      context_before=row.context_before or "",
-                                                      context_after=row.context_after or "")) for row in rows)
+        lexical.put_many(
+            (
+                row.id,
+                *lexical_document(
+                    created_at=_as_datetime(row.created_at),
+                    author=row.author or "",
+                    title=row.title or "",
+                    text=row.text or "",
+                    context_before=row.context_before or "",
+                    context_after=row.context_after or "",
+                ),
+            )
+            for row in rows
+        )
         done, after = done + len(rows), rows[-1].id
         say("full-text index: %d/%d memories (%.0f/s)", done, total, done / max(1e-6, time.monotonic() - started))
     return done
@@ -113,11 +132,15 @@ class LexicalRepo(Repo):
             self._conn.execute(_sql(f"DELETE FROM {TABLE} WHERE rowid = :id"), rows)
             self._conn.execute(_sql(f"INSERT INTO {TABLE}(rowid, own, context) VALUES (:id, :own, :context)"), rows)
             return
-        self._conn.execute(_sql(
-            f"INSERT INTO {TABLE} (item_id, own, context, document) VALUES (:id, :own, :context, "
-            "setweight(to_tsvector('simple', :own), 'A') || setweight(to_tsvector('simple', :context), 'B')) "
-            "ON CONFLICT (item_id) DO UPDATE SET own = EXCLUDED.own, context = EXCLUDED.context, "
-            "document = EXCLUDED.document"), rows)
+        self._conn.execute(
+            _sql(
+                f"INSERT INTO {TABLE} (item_id, own, context, document) VALUES (:id, :own, :context, "
+                "setweight(to_tsvector('simple', :own), 'A') || setweight(to_tsvector('simple', :context), 'B')) "
+                "ON CONFLICT (item_id) DO UPDATE SET own = EXCLUDED.own, context = EXCLUDED.context, "
+                "document = EXCLUDED.document"
+            ),
+            rows,
+        )
 
     def remove(self, item_id: int) -> None:
         key = "rowid" if self._sqlite else "item_id"
@@ -156,14 +179,21 @@ class LexicalRepo(Repo):
             return {}
         if self._sqlite:
             marks = ", ".join(f":t{n}" for n in range(len(terms)))
-            got: dict[str, int] = {term: doc for term, doc in self._conn.execute(
-                _sql(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
-                {f"t{n}": t for n, t in enumerate(terms)})}
+            got: dict[str, int] = {
+                term: doc
+                for term, doc in self._conn.execute(
+                    _sql(f"SELECT term, doc FROM {TABLE}_terms WHERE term IN ({marks})"),
+                    {f"t{n}": t for n, t in enumerate(terms)},
+                )
+            }
             return {t: int(got.get(t, 0)) for t in terms}
-        counted = self._conn.execute(_sql(  # every term in one statement (one round trip), each count capped
-            f"SELECT t.n, (SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE document @@ to_tsquery('simple', t.q) "
-            "LIMIT :cap) m) FROM unnest(CAST(:qs AS text[])) WITH ORDINALITY AS t(q, n)"),
-            {"qs": [_tsquery_term(term) for term in terms], "cap": cap})
+        counted = self._conn.execute(
+            _sql(  # every term in one statement (one round trip), each count capped
+                f"SELECT t.n, (SELECT count(*) FROM (SELECT 1 FROM {TABLE} WHERE document @@ to_tsquery('simple', t.q) "
+                "LIMIT :cap) m) FROM unnest(CAST(:qs AS text[])) WITH ORDINALITY AS t(q, n)"
+            ),
+            {"qs": [_tsquery_term(term) for term in terms], "cap": cap},
+        )
         by_position = {int(n): int(count or 0) for n, count in counted}
         return {term: by_position.get(n, 0) for n, term in enumerate(terms, 1)}
 
@@ -175,13 +205,19 @@ class LexicalRepo(Repo):
             return []
         if self._sqlite:
             query = " OR ".join(f'"{t}"' for t in terms)
-            rows = self._conn.execute(_sql(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :q "
-                                           f"ORDER BY bm25({TABLE}, 1.0, 0.5) LIMIT :n"), {"q": query, "n": limit})
+            rows = self._conn.execute(
+                _sql(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH :q ORDER BY bm25({TABLE}, 1.0, 0.5) LIMIT :n"),
+                {"q": query, "n": limit},
+            )
         else:
             query = " | ".join(_tsquery_term(t) for t in terms)
-            rows = self._conn.execute(_sql(
-                f"SELECT item_id FROM {TABLE}, to_tsquery('simple', :q) query WHERE document @@ query "
-                "ORDER BY ts_rank('{0.1, 0.2, 0.5, 1.0}', document, query, 1) DESC LIMIT :n"), {"q": query, "n": limit})
+            rows = self._conn.execute(
+                _sql(
+                    f"SELECT item_id FROM {TABLE}, to_tsquery('simple', :q) query WHERE document @@ query "
+                    "ORDER BY ts_rank('{0.1, 0.2, 0.5, 1.0}', document, query, 1) DESC LIMIT :n"
+                ),
+                {"q": query, "n": limit},
+            )
         return [int(r[0]) for r in rows]
 
     def sample(self, size: int) -> dict[int, tuple[str, str]]:
@@ -193,17 +229,28 @@ class LexicalRepo(Repo):
             return {}
         span, size = high - low + 1, int(size)
         if span <= 4 * size:  # a small catalogue: draw from all of it
-            ids = [int(r[0]) for r in self._conn.execute(_sql(
-                "SELECT id FROM memory_items WHERE status != 'deleted' ORDER BY random() LIMIT :n"), {"n": size})]
+            ids = [
+                int(r[0])
+                for r in self._conn.execute(
+                    _sql("SELECT id FROM memory_items WHERE status != 'deleted' ORDER BY random() LIMIT :n"),
+                    {"n": size},
+                )
+            ]
             return self.documents(ids)
         rng, drawn, live = random.Random(), set[int](), list[int]()
         for _ in range(4):  # more draws only when many ids are gone (deleted rows, or purged ones)
-            fresh = [i for i in rng.sample(range(low, high + 1), min(span, 2 * size)) if i not in drawn][:span - len(drawn)]
+            fresh = [i for i in rng.sample(range(low, high + 1), min(span, 2 * size)) if i not in drawn][
+                : span - len(drawn)
+            ]
             drawn.update(fresh)
             for chunk in _chunks(sorted(fresh), 500):
                 marks = ", ".join(str(i) for i in chunk)  # integers only: safe to inline
-                live += [int(r[0]) for r in self._conn.execute(text(
-                    f"SELECT id FROM memory_items WHERE id IN ({marks}) AND status != 'deleted'"))]
+                live += [
+                    int(r[0])
+                    for r in self._conn.execute(
+                        text(f"SELECT id FROM memory_items WHERE id IN ({marks}) AND status != 'deleted'")
+                    )
+                ]
             if len(live) >= size:
                 break
         rng.shuffle(live)
@@ -217,4 +264,4 @@ def _tsquery_term(term: str) -> str:
 
 def _chunks(values: list[int], size: int) -> Iterator[list[int]]:
     for start in range(0, len(values), size):
-        yield values[start:start + size]
+        yield values[start : start + size]

@@ -10,7 +10,6 @@ from sqlalchemy import delete, func, select, text
 from memory.models import LiveEvent
 from memory.repositories.base import Repo, matched
 
-
 CHANNEL = "anima_live"  # PostgreSQL: a NOTIFY with the persona's schema when its journal grows
 
 
@@ -21,8 +20,10 @@ class LiveEventRepo(Repo):
         self.session.flush()
         bind = self.session.get_bind()
         if rows and bind.dialect.name == "postgresql":  # delivered when this transaction commits; the schema the
-            self.session.execute(text("SELECT pg_notify(:channel, current_schema())"),  # unit runs in (its persona's)
-                                 {"channel": CHANNEL})
+            self.session.execute(
+                text("SELECT pg_notify(:channel, current_schema())"),  # unit runs in (its persona's)
+                {"channel": CHANNEL},
+            )
         return len(rows)
 
     def after(self, cursor: int, limit: int = 200, kinds: Iterable[str] | None = None) -> list[LiveEvent]:

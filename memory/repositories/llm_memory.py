@@ -7,8 +7,8 @@ from typing import Any, Unpack
 
 from sqlalchemy import Row, Select, bindparam, select
 
-from memory.models import LLMMemory
 from memory.clock import utcnow
+from memory.models import LLMMemory
 from memory.repositories.base import prepared, table_of
 from memory.repositories.tiered import StatusTierRepo
 
@@ -30,8 +30,15 @@ class LLMMemoryRepo(StatusTierRepo[LLMMemory]):
     model, tier = LLMMemory, "llm_memory"
 
     def _index(self, row: LLMMemory) -> None:
-        self._put_item(row, row.content, title=row.title, tags=row.tags, thread_id=row.thread_id, importance=0.6,
-                       created_at=row.created_at)
+        self._put_item(
+            row,
+            row.content,
+            title=row.title,
+            tags=row.tags,
+            thread_id=row.thread_id,
+            importance=0.6,
+            created_at=row.created_at,
+        )
 
     def index_all(self) -> None:
         """Give every entry its catalogue item (the v4 migration: entries made before they were searchable)."""
@@ -39,10 +46,18 @@ class LLMMemoryRepo(StatusTierRepo[LLMMemory]):
             self._index(row)
         self.session.flush()
 
-    def add(self, content: str, *, title: str = "", tags: Iterable[str] = (), thread_id: str | None = None,
-            llm_id: str | None = None) -> LLMMemory:
-        row = LLMMemory(content=content, title=title, tags=list(tags), thread_id=thread_id, llm_id=llm_id,
-                        status="active")
+    def add(
+        self,
+        content: str,
+        *,
+        title: str = "",
+        tags: Iterable[str] = (),
+        thread_id: str | None = None,
+        llm_id: str | None = None,
+    ) -> LLMMemory:
+        row = LLMMemory(
+            content=content, title=title, tags=list(tags), thread_id=thread_id, llm_id=llm_id, status="active"
+        )
         return self._insert(row)
 
     def recent(self, limit: int = 20, include_archived: bool = False) -> list[LLMMemory]:
@@ -52,8 +67,9 @@ class LLMMemoryRepo(StatusTierRepo[LLMMemory]):
         """`recent` (active entries, oldest first) as plain rows of `id`, `title` and `content`, for the prompt."""
         return list(reversed(self.core(_newest_lines(), {"limit": limit}).all()))
 
-    def update(self, entry_id: int, *, content: str | None = None, title: str | None = None,
-               tags: list[str] | None = None) -> LLMMemory:
+    def update(
+        self, entry_id: int, *, content: str | None = None, title: str | None = None, tags: list[str] | None = None
+    ) -> LLMMemory:
         row = self.get(entry_id)
         if content is not None:
             row.content = content

@@ -34,92 +34,164 @@ class MeshRepo(Repo):
         return self.session.get(MeshContainer, container_id)
 
     def outbox(self, limit: int) -> builtins.list[MeshContainer]:
-        return list(self.session.scalars(select(MeshContainer).where(MeshContainer.direction == "out",
-                                                                     MeshContainer.status == "queued")
-                                         .order_by(MeshContainer.created_at).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(MeshContainer)
+                .where(MeshContainer.direction == "out", MeshContainer.status == "queued")
+                .order_by(MeshContainer.created_at)
+                .limit(limit)
+            ).all()
+        )
 
     def outbox_count(self) -> int:
         """How many containers wait in the outbox."""
-        return int(self.session.scalar(select(func.count()).select_from(MeshContainer).where(
-            MeshContainer.direction == "out", MeshContainer.status == "queued")) or 0)
+        return int(
+            self.session.scalar(
+                select(func.count())
+                .select_from(MeshContainer)
+                .where(MeshContainer.direction == "out", MeshContainer.status == "queued")
+            )
+            or 0
+        )
 
     def mark_sent(self, ids: builtins.list[str], at: datetime) -> int:
         total = 0
         for start in range(0, len(ids), CHUNK):
-            result = self.session.execute(update(MeshContainer).where(MeshContainer.id.in_(ids[start:start + CHUNK]),
-                                                                      MeshContainer.direction == "out")
-                                          .values(status="sent", sent_at=at))
+            result = self.session.execute(
+                update(MeshContainer)
+                .where(MeshContainer.id.in_(ids[start : start + CHUNK]), MeshContainer.direction == "out")
+                .values(status="sent", sent_at=at)
+            )
             total += int(result.rowcount)  # type: ignore[attr-defined]
         return total
 
     def published(self, topic: str) -> builtins.list[MeshContainer]:
-        return list(self.session.scalars(select(MeshContainer).where(
-            MeshContainer.direction == "out", MeshContainer.type == "cogsync", MeshContainer.topic == topic)).all())
+        return list(
+            self.session.scalars(
+                select(MeshContainer).where(
+                    MeshContainer.direction == "out", MeshContainer.type == "cogsync", MeshContainer.topic == topic
+                )
+            ).all()
+        )
 
     def learned(self, limit: int) -> builtins.list[MeshContainer]:
-        return list(self.session.scalars(select(MeshContainer).where(MeshContainer.direction == "in",
-                                                                     MeshContainer.local_tier.is_not(None))
-                                         .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(MeshContainer)
+                .where(MeshContainer.direction == "in", MeshContainer.local_tier.is_not(None))
+                .order_by(MeshContainer.created_at.desc())
+                .limit(limit)
+            ).all()
+        )
 
     def note_applied(self, note_id: str) -> bool:
         """Whether a friend's note (the id of its origin container) already became a note here."""
-        return self.session.scalars(select(MeshContainer.id).where(
-            MeshContainer.type == "note", MeshContainer.ref == note_id,
-            MeshContainer.local_tier.is_not(None)).limit(1)).first() is not None
+        return (
+            self.session.scalars(
+                select(MeshContainer.id)
+                .where(
+                    MeshContainer.type == "note", MeshContainer.ref == note_id, MeshContainer.local_tier.is_not(None)
+                )
+                .limit(1)
+            ).first()
+            is not None
+        )
 
     def of_case(self, case_id: str) -> builtins.list[MeshContainer]:
-        return list(self.session.scalars(select(MeshContainer).where(
-            (MeshContainer.id == case_id) | (MeshContainer.ref == case_id))).all())
+        return list(
+            self.session.scalars(
+                select(MeshContainer).where((MeshContainer.id == case_id) | (MeshContainer.ref == case_id))
+            ).all()
+        )
 
     def cases(self, limit: int) -> builtins.list[MeshContainer]:
-        return list(self.session.scalars(select(MeshContainer).where(MeshContainer.type.in_(("ethics_case", "claim")))
-                                         .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(MeshContainer)
+                .where(MeshContainer.type.in_(("ethics_case", "claim")))
+                .order_by(MeshContainer.created_at.desc())
+                .limit(limit)
+            ).all()
+        )
 
     def from_peers(self, types: Iterable[str], me: str, limit: int) -> builtins.list[MeshContainer]:
         """Containers of these types peers sent to everyone or to `me`, newest first."""
-        return list(self.session.scalars(select(MeshContainer).where(
-            MeshContainer.direction == "in", MeshContainer.type.in_(tuple(types)),
-            MeshContainer.recipient.is_(None) | (MeshContainer.recipient == me))
-            .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(MeshContainer)
+                .where(
+                    MeshContainer.direction == "in",
+                    MeshContainer.type.in_(tuple(types)),
+                    MeshContainer.recipient.is_(None) | (MeshContainer.recipient == me),
+                )
+                .order_by(MeshContainer.created_at.desc())
+                .limit(limit)
+            ).all()
+        )
 
     def sent_of_type(self, type_: str) -> builtins.list[MeshContainer]:
-        return list(self.session.scalars(select(MeshContainer).where(MeshContainer.direction == "out",
-                                                                     MeshContainer.type == type_)).all())
+        return list(
+            self.session.scalars(
+                select(MeshContainer).where(MeshContainer.direction == "out", MeshContainer.type == type_)
+            ).all()
+        )
 
     def became(self, tier: str, local_id: int) -> MeshContainer | None:
         """The peer's container a local row was made from (a goal accepted, a concept learned), if any."""
-        return self.session.scalars(select(MeshContainer).where(
-            MeshContainer.direction == "in", MeshContainer.local_tier == tier,
-            MeshContainer.local_id == local_id).limit(1)).first()
+        return self.session.scalars(
+            select(MeshContainer)
+            .where(
+                MeshContainer.direction == "in", MeshContainer.local_tier == tier, MeshContainer.local_id == local_id
+            )
+            .limit(1)
+        ).first()
 
     def ids(self, limit: int) -> builtins.list[str]:
         """Held containers, newest first: neither rejected nor still waiting in the outbox."""
-        return list(self.session.scalars(select(MeshContainer.id).where(MeshContainer.status.not_in(("rejected",
-                                                                                                     "queued")))
-                                         .order_by(MeshContainer.created_at.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(MeshContainer.id)
+                .where(MeshContainer.status.not_in(("rejected", "queued")))
+                .order_by(MeshContainer.created_at.desc())
+                .limit(limit)
+            ).all()
+        )
 
     def existing(self, ids: builtins.list[str]) -> set[str]:
         found: set[str] = set()
         for start in range(0, len(ids), CHUNK):
-            found |= set(self.session.scalars(select(MeshContainer.id)
-                                              .where(MeshContainer.id.in_(ids[start:start + CHUNK]))).all())
+            found |= set(
+                self.session.scalars(
+                    select(MeshContainer.id).where(MeshContainer.id.in_(ids[start : start + CHUNK]))
+                ).all()
+            )
         return found
 
     def many(self, ids: builtins.list[str]) -> builtins.list[MeshContainer]:
         rows: list[MeshContainer] = []
         for start in range(0, len(ids), CHUNK):
-            rows += self.session.scalars(select(MeshContainer).where(MeshContainer.id.in_(ids[start:start + CHUNK])))
+            rows += self.session.scalars(select(MeshContainer).where(MeshContainer.id.in_(ids[start : start + CHUNK])))
         return rows
 
     def kept_sizes(self) -> builtins.list[tuple[str, str, str | None, str | None, int]]:
         """(sender, type, topic, recipient, bytes) of every container that arrived and is kept (its body's JSON
         length: what the store's quota counts)."""
         size = func.length(cast(MeshContainer.body, Text))
-        rows = self.session.execute(select(MeshContainer.sender, MeshContainer.type, MeshContainer.topic,
-                                           MeshContainer.recipient, func.sum(size))
-                                    .where(MeshContainer.direction == "in")
-                                    .group_by(MeshContainer.sender, MeshContainer.type, MeshContainer.topic,
-                                              MeshContainer.recipient)).tuples().all()
+        rows = (
+            self.session.execute(
+                select(
+                    MeshContainer.sender,
+                    MeshContainer.type,
+                    MeshContainer.topic,
+                    MeshContainer.recipient,
+                    func.sum(size),
+                )
+                .where(MeshContainer.direction == "in")
+                .group_by(MeshContainer.sender, MeshContainer.type, MeshContainer.topic, MeshContainer.recipient)
+            )
+            .tuples()
+            .all()
+        )
         return [(str(s), str(t), topic, recipient, int(n or 0)) for s, t, topic, recipient, n in rows]
 
     def trim_refusals(self, keep: int) -> int:
@@ -127,12 +199,18 @@ class MeshRepo(Repo):
         newest = self.session.scalar(select(func.max(MeshRefusal.id))) or 0
         if newest <= keep:
             return 0
-        return int(self.session.execute(delete(MeshRefusal).where(MeshRefusal.id <= newest - keep))
-                   .rowcount)  # type: ignore[attr-defined]
+        return int(self.session.execute(delete(MeshRefusal).where(MeshRefusal.id <= newest - keep)).rowcount)  # type: ignore[attr-defined]
 
     def counts(self) -> dict[str, int]:
-        rows = self.session.execute(select(MeshContainer.direction, MeshContainer.status, func.count())
-                                    .group_by(MeshContainer.direction, MeshContainer.status)).tuples().all()
+        rows = (
+            self.session.execute(
+                select(MeshContainer.direction, MeshContainer.status, func.count()).group_by(
+                    MeshContainer.direction, MeshContainer.status
+                )
+            )
+            .tuples()
+            .all()
+        )
         return {f"{direction}_{status}": int(count) for direction, status, count in rows}
 
     # ---- refusals -------------------------------------------------------------------------------------------------
@@ -147,8 +225,13 @@ class MeshRepo(Repo):
         return {str(reason): int(count) for reason, count in self.session.execute(query).tuples().all()}
 
     def refused_by_sender(self) -> dict[str, int]:
-        return {str(s): int(n) for s, n in self.session.execute(
-            select(MeshRefusal.sender, func.count()).group_by(MeshRefusal.sender)).tuples().all() if s}
+        return {
+            str(s): int(n)
+            for s, n in self.session.execute(select(MeshRefusal.sender, func.count()).group_by(MeshRefusal.sender))
+            .tuples()
+            .all()
+            if s
+        }
 
     def refused_recent(self, limit: int) -> builtins.list[MeshRefusal]:
         return list(self.session.scalars(select(MeshRefusal).order_by(MeshRefusal.id.desc()).limit(limit)).all())
@@ -162,8 +245,7 @@ class MeshRepo(Repo):
         return True
 
     def unsubscribe(self, topic: str) -> bool:
-        return bool(self.session.execute(delete(MeshSubscription).where(MeshSubscription.topic == topic))
-                    .rowcount)  # type: ignore[attr-defined]
+        return bool(self.session.execute(delete(MeshSubscription).where(MeshSubscription.topic == topic)).rowcount)  # type: ignore[attr-defined]
 
     def topics(self) -> builtins.list[str]:
         return list(self.session.scalars(select(MeshSubscription.topic)).all())
@@ -196,8 +278,14 @@ class TrustRepo(Repo):
         return list(self.session.scalars(select(MeshEvaluation).order_by(MeshEvaluation.at, MeshEvaluation.id)).all())
 
     def subjects(self) -> dict[str, int]:
-        return {str(s): int(n) for s, n in self.session.execute(
-            select(MeshEvaluation.subject, func.count()).group_by(MeshEvaluation.subject)).tuples().all()}
+        return {
+            str(s): int(n)
+            for s, n in self.session.execute(
+                select(MeshEvaluation.subject, func.count()).group_by(MeshEvaluation.subject)
+            )
+            .tuples()
+            .all()
+        }
 
     def block(self, did: str, reason: str, at: datetime) -> None:
         if self.session.get(MeshBlock, did) is None:
@@ -215,4 +303,3 @@ class TrustRepo(Repo):
 
 
 __all__ = ["MeshRepo", "TrustRepo"]
-

@@ -40,8 +40,12 @@ def _keyed() -> Select[Message]:
 @prepared
 def _newest(kinds: tuple[str, ...]) -> Select[Message]:
     """A thread's newest messages of these kinds."""
-    return (select(Message).where(Message.thread_id == bindparam("thread_id"), one_of(Message.kind, kinds))
-            .order_by(Message.id.desc()).limit(bindparam("limit")))
+    return (
+        select(Message)
+        .where(Message.thread_id == bindparam("thread_id"), one_of(Message.kind, kinds))
+        .order_by(Message.id.desc())
+        .limit(bindparam("limit"))
+    )
 
 
 @prepared
@@ -65,13 +69,18 @@ def _newest_lines(kinds: tuple[str, ...], columns: tuple[str, ...] | None) -> Se
     """Core: `_newest` as plain rows (of these columns only, when named)."""
     c = table_of(Message).c
     shown = _line_columns() if columns is None else [c[name] for name in columns]
-    return (select(*shown).where(c.thread_id == bindparam("thread_id"), one_of(c.kind, kinds))
-            .order_by(c.id.desc()).limit(bindparam("limit")))
+    return (
+        select(*shown)
+        .where(c.thread_id == bindparam("thread_id"), one_of(c.kind, kinds))
+        .order_by(c.id.desc())
+        .limit(bindparam("limit"))
+    )
 
 
 @prepared
-def _log_lines(upto: bool, kinds: tuple[str, ...] | None, last: bool,
-               columns: tuple[str, ...] | None = None) -> Select[Unpack[tuple[Any, ...]]]:
+def _log_lines(
+    upto: bool, kinds: tuple[str, ...] | None, last: bool, columns: tuple[str, ...] | None = None
+) -> Select[Unpack[tuple[Any, ...]]]:
     """Core: `_thread_log` as plain rows (of these columns only, when named)."""
     c = table_of(Message).c
     shown = _line_columns() if columns is None else [c[name] for name in columns]
@@ -115,8 +124,9 @@ class MessageRepo(Repo):
         rows = self.session.scalars(_newest(tuple(kinds)), {"thread_id": thread_id, "limit": limit}).all()
         return list(reversed(rows))
 
-    def recent_lines(self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",),
-                     columns: tuple[str, ...] | None = None) -> list[MessageLine]:
+    def recent_lines(
+        self, thread_id: str, limit: int, kinds: Iterable[str] = ("response",), columns: tuple[str, ...] | None = None
+    ) -> list[MessageLine]:
         """`recent` as plain rows (`MessageLine`), for a reader of the tick's hot path; `columns`: only these (a
         JSON column costs a decode per row)."""
         rows = self.core(_newest_lines(tuple(kinds), columns), {"thread_id": thread_id, "limit": limit}).all()
@@ -127,8 +137,9 @@ class MessageRepo(Repo):
 
     def log_recent(self, limit: int, kinds: Iterable[str] = ("response",)) -> list[Message]:
         """The last `limit` messages of these kinds across every thread, oldest first."""
-        rows = self.session.scalars(select(Message).where(Message.kind.in_(tuple(kinds)))
-                              .order_by(Message.id.desc()).limit(limit)).all()
+        rows = self.session.scalars(
+            select(Message).where(Message.kind.in_(tuple(kinds))).order_by(Message.id.desc()).limit(limit)
+        ).all()
         return list(reversed(rows))
 
     def outdated(self, before: datetime, *, keep: int, limit: int) -> list[int]:
@@ -136,19 +147,34 @@ class MessageRepo(Repo):
         every thread but its newest `keep` of them: the oldest first, at most `limit`."""
         kinds = ("response", "continuation", "stagnation_record")
         newer = aliased(Message)
-        kept_from = (select(newer.id).where(newer.thread_id == Message.thread_id, newer.kind.in_(kinds))
-                     .order_by(newer.id.desc()).offset(keep).limit(1).scalar_subquery())
-        return [int(i) for i in self.session.scalars(
-            select(Message.id).where(Message.kind.in_(kinds), Message.created_at < before, Message.id <= kept_from)
-            .order_by(Message.id).limit(limit)).all()]
+        kept_from = (
+            select(newer.id)
+            .where(newer.thread_id == Message.thread_id, newer.kind.in_(kinds))
+            .order_by(newer.id.desc())
+            .offset(keep)
+            .limit(1)
+            .scalar_subquery()
+        )
+        return [
+            int(i)
+            for i in self.session.scalars(
+                select(Message.id)
+                .where(Message.kind.in_(kinds), Message.created_at < before, Message.id <= kept_from)
+                .order_by(Message.id)
+                .limit(limit)
+            ).all()
+        ]
 
     def validations(self, limit: int) -> list[Row[Unpack[tuple[Any, ...]]]]:
         """The validation of the last `limit` outputs across every thread, oldest first: (id, tick, rating,
         auto_pass, self_validation, validators) — what the validator metrics are computed from."""
         c = table_of(Message).c
-        rows = self.core(select(c.id, c.tick, c.rating, c.auto_pass, c.self_validation, c.validators)
-                         .where(c.kind.in_(("response", "continuation", "stagnation_record")))
-                         .order_by(c.id.desc()).limit(limit)).all()
+        rows = self.core(
+            select(c.id, c.tick, c.rating, c.auto_pass, c.self_validation, c.validators)
+            .where(c.kind.in_(("response", "continuation", "stagnation_record")))
+            .order_by(c.id.desc())
+            .limit(limit)
+        ).all()
         return list(reversed(rows))
 
     def since(self, thread_id: str, after_id: int, kinds: Iterable[str], last: int | None = None) -> list[Message]:
@@ -161,9 +187,13 @@ class MessageRepo(Repo):
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int], kinds: Iterable[str] = ("response",)) -> list[Message]:
         """A thread's messages of these kinds written in these ticks, oldest first."""
-        return list(self.session.scalars(select(Message).where(
-            Message.thread_id == thread_id, Message.tick.in_(list(ticks)), Message.kind.in_(tuple(kinds)))
-            .order_by(Message.id)).all())
+        return list(
+            self.session.scalars(
+                select(Message)
+                .where(Message.thread_id == thread_id, Message.tick.in_(list(ticks)), Message.kind.in_(tuple(kinds)))
+                .order_by(Message.id)
+            ).all()
+        )
 
     def count(self, thread_id: str | None = None) -> int:
         q = select(func.count(Message.id))
@@ -171,15 +201,22 @@ class MessageRepo(Repo):
             q = q.where(Message.thread_id == thread_id)
         return self.session.scalar(q) or 0
 
-    def log(self, thread_id: str, upto_id: int | None = None, kinds: Iterable[str] | None = None,
-            last: int | None = None) -> list[Message]:
+    def log(
+        self, thread_id: str, upto_id: int | None = None, kinds: Iterable[str] | None = None, last: int | None = None
+    ) -> list[Message]:
         """A thread's messages oldest first: all of them, or those up to `upto_id`, or the `last` N."""
         q = _thread_log(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None)
         rows = self.session.scalars(q, {"thread_id": thread_id, "upto_id": upto_id, "last": last}).all()
         return list(reversed(rows)) if last is not None else list(rows)
 
-    def log_lines(self, thread_id: str, upto_id: int | None = None, kinds: Iterable[str] | None = None,
-                  last: int | None = None, columns: tuple[str, ...] | None = None) -> list[MessageLine]:
+    def log_lines(
+        self,
+        thread_id: str,
+        upto_id: int | None = None,
+        kinds: Iterable[str] | None = None,
+        last: int | None = None,
+        columns: tuple[str, ...] | None = None,
+    ) -> list[MessageLine]:
         """`log` as plain rows (`MessageLine`), for a reader of the tick's hot path; `columns`: only these (each
         row's JSON columns and time cost a decode)."""
         q = _log_lines(upto_id is not None, tuple(kinds) if kinds is not None else None, last is not None, columns)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Unpack
 
 from sqlalchemy import Row, Select, String, and_, bindparam, case, cast, func, or_, select, update
 
-from memory.models import Note, Person
 from memory.clock import utcnow
+from memory.models import Note, Person
 from memory.note_kinds import HUMAN_SOURCES, INCOMING_SOURCES, OWNER_SOURCES, NoteSource
 from memory.repositories.base import Repo, matched, one_of, prepared, table_of
 
@@ -59,8 +59,12 @@ def _latest_at(sources: tuple[str, ...]) -> Select[datetime | None]:
 def _unread_human_ids() -> Select[tuple[int]]:
     """Core: the ids of the human's unread notes, oldest first (what waits for an answer)."""
     c = table_of(Note).c
-    return select(c.id).where(c.read.is_(False), one_of(c.source, HUMAN_SOURCES), c.hidden.is_(False)) \
-        .order_by(c.id).limit(bindparam("limit"))
+    return (
+        select(c.id)
+        .where(c.read.is_(False), one_of(c.source, HUMAN_SOURCES), c.hidden.is_(False))
+        .order_by(c.id)
+        .limit(bindparam("limit"))
+    )
 
 
 def _to_the_owner(note: Note) -> bool:
@@ -127,13 +131,14 @@ class NoteRepo(Repo):
         ids = sorted({int(i) for i in note_ids})
         done = 0
         for start in range(0, len(ids), 500):
-            done += matched(self.session.execute(delete(Note).where(Note.id.in_(ids[start:start + 500]))))
+            done += matched(self.session.execute(delete(Note).where(Note.id.in_(ids[start : start + 500]))))
         return done
 
     def last_human_before(self, note_id: int) -> Note | None:
         """The human's newest note with an id below `note_id` (whether a reply answers a voice message)."""
-        return self.session.scalars(select(Note).where(Note.source.in_(HUMAN_SOURCES), Note.id < note_id)
-                                    .order_by(Note.id.desc()).limit(1)).first()
+        return self.session.scalars(
+            select(Note).where(Note.source.in_(HUMAN_SOURCES), Note.id < note_id).order_by(Note.id.desc()).limit(1)
+        ).first()
 
     def last_from(self, author_id: int, *, source: str, before_id: int | None = None) -> Note | None:
         """A person's newest note from one source (e.g. "channel"), below `before_id` when given."""
@@ -142,8 +147,15 @@ class NoteRepo(Repo):
             query = query.where(Note.id < before_id)
         return self.session.scalars(query.order_by(Note.id.desc()).limit(1)).first()
 
-    def conversation(self, person_id: int, *, limit: int = 20, before_id: int | None = None,
-                     after_id: int | None = None, unaddressed: bool = False) -> list[Note]:
+    def conversation(
+        self,
+        person_id: int,
+        *,
+        limit: int = 20,
+        before_id: int | None = None,
+        after_id: int | None = None,
+        unaddressed: bool = False,
+    ) -> list[Note]:
         """A person's conversation — their words and the messages the persona sent them, by every door — oldest
         first: the newest `limit` (below `before_id`), or the first `limit` after `after_id`. `unaddressed`: the
         owner's, with the persona's messages that name nobody (written before messages kept their person, or by a
@@ -154,6 +166,7 @@ class NoteRepo(Repo):
         q = select(Note).where(mine, Note.hidden.is_(False), Note.source.in_([*HUMAN_SOURCES, NoteSource.PERSONA]))
         if before_id is not None:
             q = q.where(Note.id < before_id)
+
         def wanted(note: Note) -> bool:
             return not unaddressed or note.person_id is not None or _to_the_owner(note)
 
@@ -163,17 +176,22 @@ class NoteRepo(Repo):
         rows = self.session.scalars(q.order_by(Note.id.desc()).limit(limit * 2 if unaddressed else limit)).all()
         return list(reversed([n for n in rows if wanted(n)][:limit]))
 
-    def peer_conversation(self, peer: str, *, limit: int = 20, before_id: int | None = None,
-                          scan: int = 500) -> list[Note]:
+    def peer_conversation(
+        self, peer: str, *, limit: int = 20, before_id: int | None = None, scan: int = 500
+    ) -> list[Note]:
         """A peer's messages and the persona's to it, oldest first (among the newest `scan` peer and outgoing notes:
         a peer is named by a tag, not a column)."""
-        q = select(Note).where(Note.hidden.is_(False), Note.person_id.is_(None),
-                               Note.source.in_([NoteSource.PEER, NoteSource.PERSONA]))
+        q = select(Note).where(
+            Note.hidden.is_(False), Note.person_id.is_(None), Note.source.in_([NoteSource.PEER, NoteSource.PERSONA])
+        )
         if before_id is not None:
             q = q.where(Note.id < before_id)
         mine, theirs = f"to:{peer}", f"from:{peer}"
-        rows = [n for n in self.session.scalars(q.order_by(Note.id.desc()).limit(scan)).all()
-                if theirs in (n.tags or []) or (OUTGOING in (n.tags or []) and mine in (n.tags or []))]
+        rows = [
+            n
+            for n in self.session.scalars(q.order_by(Note.id.desc()).limit(scan)).all()
+            if theirs in (n.tags or []) or (OUTGOING in (n.tags or []) and mine in (n.tags or []))
+        ]
         return list(reversed(rows[:limit]))
 
     def conversations(self) -> list[tuple[int, int, int, int]]:
@@ -182,9 +200,14 @@ class NoteRepo(Repo):
         unread = func.sum(case((Note.read.is_(False) & Note.source.in_(HUMAN_SOURCES), 1), else_=0))
         rows = self.session.execute(
             select(Note.person_id, func.max(Note.id), func.count(Note.id), unread)
-            .where(Note.person_id.is_not(None), Note.hidden.is_(False),
-                   Note.source.in_([*HUMAN_SOURCES, NoteSource.PERSONA]))
-            .group_by(Note.person_id).order_by(func.max(Note.id).desc())).all()
+            .where(
+                Note.person_id.is_not(None),
+                Note.hidden.is_(False),
+                Note.source.in_([*HUMAN_SOURCES, NoteSource.PERSONA]),
+            )
+            .group_by(Note.person_id)
+            .order_by(func.max(Note.id).desc())
+        ).all()
         return [(int(p), int(newest), int(n), int(u or 0)) for p, newest, n, u in rows]
 
     def unread_human_ids(self, limit: int = 20) -> list[int]:
@@ -198,11 +221,16 @@ class NoteRepo(Repo):
     def answer_waits(self) -> list[float]:
         """For each human's note answered, the seconds until the persona's first message to that person after it."""
         asked, answer = table_of(Note).alias("asked"), table_of(Note).alias("answer")
-        first = select(func.min(answer.c.created_at)).where(
-            answer.c.source == "llm", answer.c.person_id == asked.c.person_id, answer.c.id > asked.c.id
-        ).scalar_subquery()
-        rows = self.session.execute(select(asked.c.created_at, first).where(
-            one_of(asked.c.source, HUMAN_SOURCES), asked.c.person_id.is_not(None))).all()
+        first = (
+            select(func.min(answer.c.created_at))
+            .where(answer.c.source == "llm", answer.c.person_id == asked.c.person_id, answer.c.id > asked.c.id)
+            .scalar_subquery()
+        )
+        rows = self.session.execute(
+            select(asked.c.created_at, first).where(
+                one_of(asked.c.source, HUMAN_SOURCES), asked.c.person_id.is_not(None)
+            )
+        ).all()
         return [max(0.0, (_aware(done) - _aware(at)).total_seconds()) for at, done in rows if done is not None]
 
     def newest_id(self) -> int:
@@ -212,17 +240,25 @@ class NoteRepo(Repo):
         """When the human last wrote (the drives' and dreams' idle time counts from it)."""
         return self.core(_latest_at(HUMAN_SOURCES)).scalar()  # Core: one value back, no objects
 
-    def human_after(self, note_id: int, *, read: bool | None = None, since: datetime | None = None,
-                    limit: int = 10) -> list[Note]:
+    def human_after(
+        self, note_id: int, *, read: bool | None = None, since: datetime | None = None, limit: int = 10
+    ) -> list[Note]:
         """The human's notes after `note_id` (written at `since` or later), oldest first."""
-        return list(self.session.scalars(_human_after(read, since is not None),
-                                   {"after": note_id, "since": since, "limit": limit}).all())
+        return list(
+            self.session.scalars(
+                _human_after(read, since is not None), {"after": note_id, "since": since, "limit": limit}
+            ).all()
+        )
 
-    def human_after_lines(self, note_id: int, *, read: bool | None = None, since: datetime | None = None,
-                          limit: int = 10) -> list[Row[Unpack[tuple[Any, ...]]]]:
+    def human_after_lines(
+        self, note_id: int, *, read: bool | None = None, since: datetime | None = None, limit: int = 10
+    ) -> list[Row[Unpack[tuple[Any, ...]]]]:
         """`human_after` as plain rows of LINE_COLUMNS (by the same names), for a reader of the tick's hot path."""
-        return list(self.core(_human_after_lines(read, since is not None),
-                              {"after": note_id, "since": since, "limit": limit}).all())
+        return list(
+            self.core(
+                _human_after_lines(read, since is not None), {"after": note_id, "since": since, "limit": limit}
+            ).all()
+        )
 
     def between(self, start: datetime, end: datetime | None = None) -> list[Note]:
         q = select(Note).where(Note.created_at >= start)
@@ -234,18 +270,29 @@ class NoteRepo(Repo):
         """When the last note for the persona (from the human, a task, the system) arrived."""
         return self.session.scalar(_latest_at(INCOMING_SOURCES))
 
-    def unread_incoming(self, limit: int = 20, min_priority: int | None = None, tags: list[str] | None = None) -> list[Note]:
+    def unread_incoming(
+        self, limit: int = 20, min_priority: int | None = None, tags: list[str] | None = None
+    ) -> list[Note]:
         """Unread notes for the persona, highest priority first, then oldest first."""
-        rows = self.session.scalars(_unread_incoming(min_priority is not None),
-                              {"min_priority": min_priority, "limit": limit if not tags else limit * 5}).all()
+        rows = self.session.scalars(
+            _unread_incoming(min_priority is not None),
+            {"min_priority": min_priority, "limit": limit if not tags else limit * 5},
+        ).all()
         if tags:
             wanted = set(tags)
             rows = [n for n in rows if wanted & set(n.tags or [])][:limit]
         return list(rows)
 
-    def unread_filtered(self, *, limit: int, min_priority: int | None = None, tags: Sequence[str] = (),
-                        sources: Sequence[str] = (), mentions: Sequence[str] = (),
-                        since: datetime | None = None) -> tuple[list[Note], int]:
+    def unread_filtered(
+        self,
+        *,
+        limit: int,
+        min_priority: int | None = None,
+        tags: Sequence[str] = (),
+        sources: Sequence[str] = (),
+        mentions: Sequence[str] = (),
+        since: datetime | None = None,
+    ) -> tuple[list[Note], int]:
         """Unread notes for the persona that meet every condition given (a list: any of its values), highest priority
         first, then oldest first — the owner's notes (their own doors, or a channel note of a person whose role is
         owner) whatever the conditions — and how many unread notes there are in all. A mention is `@name` in the
@@ -261,9 +308,15 @@ class NoteRepo(Repo):
         if tags:  # the JSON list as stored (json.dumps, on SQLite and PostgreSQL alike): each tag a quoted string
             conditions.append(or_(*(cast(Note.tags, String).contains(json.dumps(t), autoescape=True) for t in tags)))
         if mentions:
-            conditions.append(or_(*(func.lower(Note.text).contains("@" + m.lower(), autoescape=True) for m in mentions),
-                                  *(func.lower(cast(Note.tags, String)).contains(json.dumps("@" + m.lower()),
-                                                                                 autoescape=True) for m in mentions)))
+            conditions.append(
+                or_(
+                    *(func.lower(Note.text).contains("@" + m.lower(), autoescape=True) for m in mentions),
+                    *(
+                        func.lower(cast(Note.tags, String)).contains(json.dumps("@" + m.lower()), autoescape=True)
+                        for m in mentions
+                    ),
+                )
+            )
         unread = (Note.read.is_(False), Note.source.in_(INCOMING_SOURCES), Note.hidden.is_(False))
         owners = select(Person.id).where(Person.role == "owner")
         owner = or_(Note.source.in_(OWNER_SOURCES), (Note.source == "channel") & Note.author_id.in_(owners))
@@ -297,8 +350,9 @@ class NoteRepo(Repo):
             note.tags = list(tags)
         return note
 
-    def update(self, note_id: int, *, text: str | None = None, tags: list[str] | None = None,
-               priority: int | None = None) -> Note | None:
+    def update(
+        self, note_id: int, *, text: str | None = None, tags: list[str] | None = None, priority: int | None = None
+    ) -> Note | None:
         note = self.session.get(Note, note_id)
         if note is None:
             return None
@@ -315,12 +369,22 @@ class NoteRepo(Repo):
         """Hide (restorable) the read, visible notes written (and read) before `before`, oldest first, at most
         `limit` — but never a human's words or a message the persona sent (tagged `outgoing`): a conversation is kept
         whole. Their ids."""
-        ids = [int(i) for i in self.session.scalars(
-            select(Note.id).where(Note.read.is_(True), Note.hidden.is_(False), Note.created_at < before,
-                                  or_(Note.read_at.is_(None), Note.read_at < before),
-                                  Note.source.not_in(HUMAN_SOURCES),
-                                  ~cast(Note.tags, String).contains(json.dumps("outgoing"), autoescape=True))
-            .order_by(Note.id).limit(limit)).all()]
+        ids = [
+            int(i)
+            for i in self.session.scalars(
+                select(Note.id)
+                .where(
+                    Note.read.is_(True),
+                    Note.hidden.is_(False),
+                    Note.created_at < before,
+                    or_(Note.read_at.is_(None), Note.read_at < before),
+                    Note.source.not_in(HUMAN_SOURCES),
+                    ~cast(Note.tags, String).contains(json.dumps("outgoing"), autoescape=True),
+                )
+                .order_by(Note.id)
+                .limit(limit)
+            ).all()
+        ]
         if ids:
             self.session.execute(update(Note).where(Note.id.in_(ids)).values(hidden=True))
         return ids
@@ -371,6 +435,5 @@ class NoteRepo(Repo):
 
 
 def _aware(value: datetime) -> datetime:
-    from datetime import timezone
 
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -61,10 +61,26 @@ class PeerRepo(Repo):
     def by_url(self, url: str) -> Peer | None:
         return self.session.scalars(select(Peer).where(Peer.a2a_url == url)).first()
 
-    def add(self, name: str, *, did: str | None, a2a_url: str | None, p2p_addrs: builtins.list[str], added_by: str,
-            note: str, now: datetime) -> Peer:
-        row = Peer(name=name, did=did, a2a_url=a2a_url, p2p_addrs=builtins.list(p2p_addrs), added_by=added_by,
-                   note=note, created_at=now)
+    def add(
+        self,
+        name: str,
+        *,
+        did: str | None,
+        a2a_url: str | None,
+        p2p_addrs: builtins.list[str],
+        added_by: str,
+        note: str,
+        now: datetime,
+    ) -> Peer:
+        row = Peer(
+            name=name,
+            did=did,
+            a2a_url=a2a_url,
+            p2p_addrs=builtins.list(p2p_addrs),
+            added_by=added_by,
+            note=note,
+            created_at=now,
+        )
         self.session.add(row)
         self.session.flush()
         return row
@@ -84,8 +100,12 @@ class PeerRepo(Repo):
         return row
 
     def due(self, now: datetime, limit: int = 20) -> builtins.list[A2AOutbox]:
-        q = (select(A2AOutbox).where(A2AOutbox.status == "pending", A2AOutbox.next_attempt_at <= now)
-             .order_by(A2AOutbox.id).limit(limit))
+        q = (
+            select(A2AOutbox)
+            .where(A2AOutbox.status == "pending", A2AOutbox.next_attempt_at <= now)
+            .order_by(A2AOutbox.id)
+            .limit(limit)
+        )
         return builtins.list(self.session.scalars(q).all())
 
     def outbox(self, *, status: str | None = None, limit: int = 50) -> builtins.list[A2AOutbox]:
@@ -98,18 +118,30 @@ class PeerRepo(Repo):
         return self.session.get(A2AOutbox, row_id)
 
     # ---- inbound A2A tasks ----
-    def open_inbound(self, *, task_id: str, message_id: str | None, peer_name: str, caller: str, note_id: int,
-                     now: datetime) -> A2AInbound:
-        row = A2AInbound(task_id=task_id, message_id=message_id, peer_name=peer_name, caller=caller, note_id=note_id,
-                         created_at=now, reply_parts=[])
+    def open_inbound(
+        self, *, task_id: str, message_id: str | None, peer_name: str, caller: str, note_id: int, now: datetime
+    ) -> A2AInbound:
+        row = A2AInbound(
+            task_id=task_id,
+            message_id=message_id,
+            peer_name=peer_name,
+            caller=caller,
+            note_id=note_id,
+            created_at=now,
+            reply_parts=[],
+        )
         self.session.add(row)
         self.session.flush()
         return row
 
     def waiting_inbound(self, peer_name: str) -> A2AInbound | None:
         """The oldest A2A task from this peer still waiting for a reply."""
-        q = (select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.status == "waiting")
-             .order_by(A2AInbound.id).limit(1))
+        q = (
+            select(A2AInbound)
+            .where(A2AInbound.peer_name == peer_name, A2AInbound.status == "waiting")
+            .order_by(A2AInbound.id)
+            .limit(1)
+        )
         return self.session.scalars(q).first()
 
     def inbound_of_note(self, note_id: int) -> A2AInbound | None:
@@ -118,15 +150,17 @@ class PeerRepo(Repo):
 
     def open_count(self, since: datetime, caller: str | None = None) -> int:
         """A2A tasks since `since` whose message the persona has not answered yet (of one caller, or of all)."""
-        q = select(func.count(A2AInbound.id)).where(A2AInbound.status.in_(OPEN_TASK_STATES),
-                                                    A2AInbound.reply_note_id.is_(None), A2AInbound.created_at >= since)
+        q = select(func.count(A2AInbound.id)).where(
+            A2AInbound.status.in_(OPEN_TASK_STATES), A2AInbound.reply_note_id.is_(None), A2AInbound.created_at >= since
+        )
         if caller is not None:
             q = q.where(A2AInbound.caller == caller)
         return int(self.session.scalar(q) or 0)
 
     # ---- credentials a peer presents ----
-    def add_credential(self, *, peer_id: int, token_hash: str, hint: str, issued_by: str,
-                       now: datetime) -> PeerCredential:
+    def add_credential(
+        self, *, peer_id: int, token_hash: str, hint: str, issued_by: str, now: datetime
+    ) -> PeerCredential:
         row = PeerCredential(peer_id=peer_id, token_hash=token_hash, hint=hint, issued_by=issued_by, created_at=now)
         self.session.add(row)
         self.session.flush()
@@ -148,8 +182,14 @@ class PeerRepo(Repo):
 
     def unanswered_expired(self, peer_name: str) -> A2AInbound | None:
         """The oldest A2A task from this peer that nobody waits on any more and has no reply yet."""
-        q = (select(A2AInbound).where(A2AInbound.peer_name == peer_name, A2AInbound.status == "expired",
-                                      A2AInbound.reply_note_id.is_(None)).order_by(A2AInbound.id).limit(1))
+        q = (
+            select(A2AInbound)
+            .where(
+                A2AInbound.peer_name == peer_name, A2AInbound.status == "expired", A2AInbound.reply_note_id.is_(None)
+            )
+            .order_by(A2AInbound.id)
+            .limit(1)
+        )
         return self.session.scalars(q).first()
 
     def inbound_by_message(self, peer_name: str, message_id: str) -> A2AInbound | None:
@@ -168,9 +208,12 @@ class PeerRepo(Repo):
 
     def tagged_a2a_notes(self, tag: str, limit: int) -> builtins.list[Note]:
         """The A2A notes (both ways) carrying `tag`, oldest first: the newest `limit`."""
-        q = (select(Note).where(Note.door == Door.A2A.value,
-                                cast(Note.tags, String).contains(json.dumps(tag), autoescape=True))
-             .order_by(Note.id.desc()).limit(limit))
+        q = (
+            select(Note)
+            .where(Note.door == Door.A2A.value, cast(Note.tags, String).contains(json.dumps(tag), autoescape=True))
+            .order_by(Note.id.desc())
+            .limit(limit)
+        )
         return builtins.list(reversed(self.session.scalars(q).all()))
 
     def notes_from(self, source: str, limit: int) -> builtins.list[Note]:
@@ -183,8 +226,9 @@ class PeerRepo(Repo):
 
     # ---- what the A2A endpoint refused ----
     def count_refusal(self, caller: str, reason: str, *, count: int, size: int, detail: str, at: datetime) -> None:
-        row = self.session.scalars(select(A2ARefusal).where(A2ARefusal.caller == caller,
-                                                            A2ARefusal.reason == reason)).first()
+        row = self.session.scalars(
+            select(A2ARefusal).where(A2ARefusal.caller == caller, A2ARefusal.reason == reason)
+        ).first()
         if row is None:
             row = A2ARefusal(caller=caller, reason=reason, count=0, bytes=0, detail="", first_at=at, last_at=at)
             self.session.add(row)

@@ -8,8 +8,8 @@ from datetime import datetime
 
 from sqlalchemy import select, text, update
 
-from memory.models import PersonaEntry
 from memory.clock import utcnow
+from memory.models import PersonaEntry
 from memory.repositories.base import NotFound, Repo
 
 
@@ -34,8 +34,9 @@ class PersonaRegistryRepo(Repo):
         return list(self.session.scalars(query).all())
 
     def add(self, name: str, schema: str, *, playbook: str, files: bytes | None, digest: str) -> PersonaEntry:
-        entry = PersonaEntry(name=name, schema=schema, playbook=playbook, files=files, files_digest=digest,
-                             state="active")
+        entry = PersonaEntry(
+            name=name, schema=schema, playbook=playbook, files=files, files_digest=digest, state="active"
+        )
         self.session.add(entry)
         self.session.flush()
         return entry
@@ -56,20 +57,27 @@ class PersonaRegistryRepo(Repo):
 
     def brief(self, name: str) -> tuple[str, str, str] | None:
         """(state, files digest, playbook) of a persona, without its files: what a worker asks before every job."""
-        row = self.session.execute(select(PersonaEntry.state, PersonaEntry.files_digest, PersonaEntry.playbook)
-                                   .where(PersonaEntry.name == name)).first()
+        row = self.session.execute(
+            select(PersonaEntry.state, PersonaEntry.files_digest, PersonaEntry.playbook).where(
+                PersonaEntry.name == name
+            )
+        ).first()
         return (row[0], row[1], row[2]) if row is not None else None
 
     def state_of(self, name: str) -> str | None:
         return self.session.scalar(select(PersonaEntry.state).where(PersonaEntry.name == name))
 
     def set_next_tick(self, name: str, job_id: int | None, at: datetime | None) -> None:
-        self.session.execute(update(PersonaEntry).where(PersonaEntry.name == name)
-                       .values(next_tick_job=job_id, next_tick_at=at))
+        self.session.execute(
+            update(PersonaEntry).where(PersonaEntry.name == name).values(next_tick_job=job_id, next_tick_at=at)
+        )
 
     def record_tick(self, name: str, *, at: datetime, worker: str) -> None:
-        self.session.execute(update(PersonaEntry).where(PersonaEntry.name == name)
-                       .values(ticks=PersonaEntry.ticks + 1, last_tick_at=at, last_worker=worker[:200]))
+        self.session.execute(
+            update(PersonaEntry)
+            .where(PersonaEntry.name == name)
+            .values(ticks=PersonaEntry.ticks + 1, last_tick_at=at, last_worker=worker[:200])
+        )
 
     def remove(self, name: str) -> PersonaEntry:
         entry = self.require(name)
@@ -96,6 +104,8 @@ class PersonaRegistryRepo(Repo):
         """LangGraph's checkpoint threads of one persona (their ids start with its name)."""
         if not self.has_table("checkpoints"):
             return []
-        rows = self.session.execute(text("SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id LIKE :pattern"),
-                              {"pattern": prefix.replace("%", r"\%").replace("_", r"\_") + "%"})
+        rows = self.session.execute(
+            text("SELECT DISTINCT thread_id FROM checkpoints WHERE thread_id LIKE :pattern"),
+            {"pattern": prefix.replace("%", r"\%").replace("_", r"\_") + "%"},
+        )
         return [row[0] for row in rows]

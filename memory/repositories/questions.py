@@ -1,4 +1,5 @@
-"""Open questions (Nexus Ark): the curiosity drive's source. A resolved question stays visible for a while, then goes."""
+"""Open questions (Nexus Ark): the curiosity drive's source. A resolved question stays visible for a while, then
+goes."""
 
 from __future__ import annotations
 
@@ -7,15 +8,18 @@ from typing import Any, Unpack
 
 from sqlalchemy import ColumnElement, Row, Select, bindparam, func, select
 
-from memory.models import OpenQuestion
 from memory.clock import utcnow
+from memory.models import OpenQuestion
 from memory.repositories.base import Repo, prepared, table_of
 
 
 @prepared
 def _open(limited: bool) -> Select[OpenQuestion]:
-    q = select(OpenQuestion).where(OpenQuestion.status == "open").order_by(OpenQuestion.priority.desc(),
-                                                                           OpenQuestion.id.desc())
+    q = (
+        select(OpenQuestion)
+        .where(OpenQuestion.status == "open")
+        .order_by(OpenQuestion.priority.desc(), OpenQuestion.id.desc())
+    )
     return q.limit(bindparam("limit")) if limited else q
 
 
@@ -45,16 +49,31 @@ def _any_resolved_before() -> Select[int]:
 
 
 class QuestionRepo(Repo):
-    def add(self, topic: str, *, context: str = "", priority: float = 0.5, source: str = "dream",
-            created_at: datetime | None = None) -> OpenQuestion:
-        existing = self.session.scalars(select(OpenQuestion).where(OpenQuestion.status == "open",
-                                                             func.lower(OpenQuestion.topic) == topic.strip().lower())).first()
+    def add(
+        self,
+        topic: str,
+        *,
+        context: str = "",
+        priority: float = 0.5,
+        source: str = "dream",
+        created_at: datetime | None = None,
+    ) -> OpenQuestion:
+        existing = self.session.scalars(
+            select(OpenQuestion).where(
+                OpenQuestion.status == "open", func.lower(OpenQuestion.topic) == topic.strip().lower()
+            )
+        ).first()
         if existing is not None:  # asked again: it matters more, and it is fresh again
             existing.priority = max(existing.priority, float(priority))
             existing.created_at = created_at or utcnow()
             return existing
-        row = OpenQuestion(topic=topic.strip(), context=context.strip(), priority=min(1.0, max(0.0, float(priority))),
-                           source=source, created_at=created_at or utcnow())
+        row = OpenQuestion(
+            topic=topic.strip(),
+            context=context.strip(),
+            priority=min(1.0, max(0.0, float(priority))),
+            source=source,
+            created_at=created_at or utcnow(),
+        )
         self.session.add(row)
         self.session.flush()
         return row
@@ -62,8 +81,9 @@ class QuestionRepo(Repo):
     def get(self, question_id: int) -> OpenQuestion:
         return self._get(OpenQuestion, question_id)
 
-    def update(self, question_id: int, *, topic: str | None = None, context: str | None = None,
-               priority: float | None = None) -> OpenQuestion:
+    def update(
+        self, question_id: int, *, topic: str | None = None, context: str | None = None, priority: float | None = None
+    ) -> OpenQuestion:
         row = self.get(question_id)
         if topic is not None and topic.strip():
             row.topic = topic.strip()

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from memory.models import AgentScript, ProcessRun
 from memory.clock import utcnow
+from memory.models import AgentScript, ProcessRun
 from memory.repositories.base import NamedRowRepo, NotFound, Repo
 
 FINISHED = ("ok", "error", "timeout", "killed", "offline")
@@ -17,6 +17,7 @@ FINISHED = ("ok", "error", "timeout", "killed", "offline")
 
 class ScriptRepo(NamedRowRepo):
     model, what = AgentScript, "script"
+
     def get(self, name: str, *, include_archived: bool = False) -> AgentScript:
         q = select(AgentScript).where(AgentScript.name == name)
         row = self.session.scalars(q).first()
@@ -32,7 +33,13 @@ class ScriptRepo(NamedRowRepo):
             self.session.add(row)
             self.session.flush()
             return row, False
-        row.language, row.code, row.description, row.status, row.updated_at = language, code, description, "active", utcnow()
+        row.language, row.code, row.description, row.status, row.updated_at = (
+            language,
+            code,
+            description,
+            "active",
+            utcnow(),
+        )
         self.session.flush()
         return row, True
 
@@ -43,10 +50,10 @@ class ScriptRepo(NamedRowRepo):
         return list(self.session.scalars(q.order_by(AgentScript.name)).all())
 
 
-
 class ProcessRunRepo(Repo):
-    def add(self, process_id: int, kind: str, *, thread_id: str | None, spec: dict[str, Any],
-            script_id: int | None = None) -> ProcessRun:
+    def add(
+        self, process_id: int, kind: str, *, thread_id: str | None, spec: dict[str, Any], script_id: int | None = None
+    ) -> ProcessRun:
         row = ProcessRun(process_id=process_id, kind=kind, thread_id=thread_id, spec=spec, script_id=script_id)
         self.session.add(row)
         self.session.flush()
@@ -71,8 +78,11 @@ class ProcessRunRepo(Repo):
         return row
 
     def with_status(self, *statuses: str) -> list[ProcessRun]:
-        return list(self.session.scalars(
-            select(ProcessRun).where(ProcessRun.status.in_(statuses)).order_by(ProcessRun.id)).all())
+        return list(
+            self.session.scalars(
+                select(ProcessRun).where(ProcessRun.status.in_(statuses)).order_by(ProcessRun.id)
+            ).all()
+        )
 
     def recent(self, limit: int = 20) -> list[ProcessRun]:
         return list(self.session.scalars(select(ProcessRun).order_by(ProcessRun.id.desc()).limit(limit)).all())

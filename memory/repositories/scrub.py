@@ -19,7 +19,7 @@ from sqlalchemy import JSON, String, Table, Text, and_, delete, select, tuple_, 
 
 from memory.models import Base
 from memory.repositories.base import Repo
-from memory.repositories.config import SESSION_EXPORT_PREFIX, PERSONA_EDITS_KEY
+from memory.repositories.config import PERSONA_EDITS_KEY, SESSION_EXPORT_PREFIX
 
 PAGE = 1000
 WORDS = frozenset({"title", "author", "name", "summary", "topic", "sender_name", "snippet"})
@@ -45,12 +45,15 @@ KEPT: dict[str, str] = {
     "feeds": "subscriptions: URLs and their titles",
     "threads": "a thread's ids and settings (its chronicle is swept: PARTLY)",
     "kb_documents": "where a document came from: its path and checksum (its title is swept: PARTLY; its chunks are "
-                    "catalogue rows)",
+    "catalogue rows)",
     "process_runs": "a job's work directory (its spec and output are swept: PARTLY)",
 }
 # kept tables whose free text is still swept, column by column
-PARTLY: dict[str, tuple[str, ...]] = {"threads": ("chronicle", "chronicle_prompt", "error"), "kb_documents": ("title",),
-                                      "process_runs": ("output", "spec")}
+PARTLY: dict[str, tuple[str, ...]] = {
+    "threads": ("chronicle", "chronicle_prompt", "error"),
+    "kb_documents": ("title",),
+    "process_runs": ("output", "spec"),
+}
 # the config keys that hold what was said (the rest are settings)
 CONFIG_KEYS = (SESSION_EXPORT_PREFIX, PERSONA_EDITS_KEY)
 # signed by their author: a changed body would no longer verify, so one that holds a replaced name is forgotten
@@ -101,14 +104,14 @@ class ScrubRepo(Repo):
             if not rows:
                 return
             yield rows
-            after = tuple(rows[-1][:len(keys)])
+            after = tuple(rows[-1][: len(keys)])
 
     def texts(self, table_name: str, columns: list[str]) -> Iterator[str]:
         """The values of these columns of a table, page by page, as text (what anonymisation looks for names in)."""
         table = Base.metadata.tables[table_name]
         for rows in self._pages(table, columns):
             for row in rows:
-                yield "\n".join(str(v) for v in row[len(table.primary_key.columns):] if v)
+                yield "\n".join(str(v) for v in row[len(table.primary_key.columns) :] if v)
 
     def sweep(self, change: Callable[[Any], Any]) -> Swept:
         """Every swept column of every table through `change`; signed rows holding a change deleted."""
@@ -123,7 +126,7 @@ class ScrubRepo(Repo):
             keys = list(table.primary_key.columns)
             for rows in self._pages(table, columns):
                 for row in rows:
-                    values = row[len(keys):]
+                    values = row[len(keys) :]
                     new = [change(v) for v in values]
                     if new == list(values):
                         continue
@@ -132,8 +135,9 @@ class ScrubRepo(Repo):
                         self.core(delete(table).where(where))
                         swept.forgotten[table.name] = swept.forgotten.get(table.name, 0) + 1
                         continue
-                    self.core(update(table).where(where).values(
-                        {c: n for c, n, v in zip(columns, new, values) if n != v}))
+                    self.core(
+                        update(table).where(where).values({c: n for c, n, v in zip(columns, new, values) if n != v})
+                    )
                     swept.rows[table.name] = swept.rows.get(table.name, 0) + 1
                     if table.name == "memory_items":
                         swept.items.append(int(row[0]))

@@ -12,10 +12,29 @@ from memory.repositories.base import Repo
 
 
 class SessionRepo(Repo):
-    def start(self, thread_id: str, *, playbook: str, persona: str, owner: str | None, tick: int, first_message_id: int,
-              now: datetime, revived_from: int | None = None) -> SessionRow:
-        row = SessionRow(thread_id=thread_id, playbook=playbook, persona=persona, owner=owner, first_tick=tick,
-                         last_tick=tick, first_message_id=first_message_id, started_at=now, revived_from=revived_from)
+    def start(
+        self,
+        thread_id: str,
+        *,
+        playbook: str,
+        persona: str,
+        owner: str | None,
+        tick: int,
+        first_message_id: int,
+        now: datetime,
+        revived_from: int | None = None,
+    ) -> SessionRow:
+        row = SessionRow(
+            thread_id=thread_id,
+            playbook=playbook,
+            persona=persona,
+            owner=owner,
+            first_tick=tick,
+            last_tick=tick,
+            first_message_id=first_message_id,
+            started_at=now,
+            revived_from=revived_from,
+        )
         self.session.add(row)
         self.session.flush()
         return row
@@ -33,5 +52,6 @@ class SessionRepo(Repo):
         return list(self.session.scalars(select(SessionRow).where(SessionRow.status == "running")).all())
 
     def last_of(self, thread_id: str) -> SessionRow | None:
-        return self.session.scalars(select(SessionRow).where(SessionRow.thread_id == thread_id)
-                              .order_by(SessionRow.id.desc()).limit(1)).first()
+        return self.session.scalars(
+            select(SessionRow).where(SessionRow.thread_id == thread_id).order_by(SessionRow.id.desc()).limit(1)
+        ).first()

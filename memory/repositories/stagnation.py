@@ -34,9 +34,12 @@ class EscalationFacts(NamedTuple):
 def _last_two_rows() -> Select[int, int, float | None, list[Any], list[Any]]:
     """Core: a thread's rows up to a tick, newest first (that tick's and the one before), as much as `add` reads."""
     c = table_of(AntiStagnationMetric).c
-    return (select(c.id, c.tick, c.novelty_after, c.triggered_actions, c.mechanisms)
-            .where(c.thread_id == bindparam("thread_id"), c.tick <= bindparam("tick"))
-            .order_by(c.tick.desc(), c.id.desc()).limit(2))
+    return (
+        select(c.id, c.tick, c.novelty_after, c.triggered_actions, c.mechanisms)
+        .where(c.thread_id == bindparam("thread_id"), c.tick <= bindparam("tick"))
+        .order_by(c.tick.desc(), c.id.desc())
+        .limit(2)
+    )
 
 
 @prepared
@@ -63,23 +66,34 @@ def _escalation_facts(kb_tiers: tuple[str, ...], flashback_tiers: tuple[str, ...
     return select(
         exists().where(items.status == "active", one_of(items.tier, kb_tiers)).label("kb"),
         exists().where(items.status == "active", one_of(items.tier, flashback_tiers)).label("flashback"),
-        select(func.count(notes.id)).where(notes.source == FEED_SOURCE, notes.read.is_(False))
-        .scalar_subquery().label("unread_feed_items"),
+        select(func.count(notes.id))
+        .where(notes.source == FEED_SOURCE, notes.read.is_(False))
+        .scalar_subquery()
+        .label("unread_feed_items"),
         exists().where(feeds.status == "active").label("active_feeds"),
         select(func.count()).select_from(first_open).scalar_subquery().label("open_tasks"),
         select(tasks.id).where(*open_task).order_by(*task_order).limit(1).scalar_subquery().label("task_id"),
         select(tasks.title).where(*open_task).order_by(*task_order).limit(1).scalar_subquery().label("task_title"),
         select(goals.id).where(*active_goal).order_by(*goal_order).limit(1).scalar_subquery().label("goal_id"),
-        select(goals.title).where(*active_goal).order_by(*goal_order).limit(1).scalar_subquery().label("goal_title"))
+        select(goals.title).where(*active_goal).order_by(*goal_order).limit(1).scalar_subquery().label("goal_title"),
+    )
 
 
 class AntiStagnationRepo(Repo):
     def escalation_facts(self, kb_tiers: Iterable[str], flashback_tiers: Iterable[str]) -> EscalationFacts:
         """`EscalationFacts` in one statement, where asking each in turn took eight."""
         row = self.core(_escalation_facts(tuple(kb_tiers), tuple(flashback_tiers))).one()
-        return EscalationFacts(bool(row.kb), bool(row.flashback), int(row.unread_feed_items or 0),
-                               bool(row.active_feeds), int(row.open_tasks or 0), row.task_id, row.task_title,
-                               row.goal_id, row.goal_title)
+        return EscalationFacts(
+            bool(row.kb),
+            bool(row.flashback),
+            int(row.unread_feed_items or 0),
+            bool(row.active_feeds),
+            int(row.open_tasks or 0),
+            row.task_id,
+            row.task_title,
+            row.goal_id,
+            row.goal_title,
+        )
 
     def add(self, **fields: Any) -> None:
         """One tick's row (a re-run of the same tick, after a kill, replaces its row instead of adding one); the
@@ -100,9 +114,13 @@ class AntiStagnationRepo(Repo):
 
     def at_ticks(self, thread_id: str, ticks: Iterable[int]) -> list[AntiStagnationMetric]:
         """The rows of these ticks of a thread."""
-        return list(self.session.scalars(select(AntiStagnationMetric).where(
-            AntiStagnationMetric.thread_id == thread_id, AntiStagnationMetric.tick.in_(list(ticks)))
-            .order_by(AntiStagnationMetric.id)).all())
+        return list(
+            self.session.scalars(
+                select(AntiStagnationMetric)
+                .where(AntiStagnationMetric.thread_id == thread_id, AntiStagnationMetric.tick.in_(list(ticks)))
+                .order_by(AntiStagnationMetric.id)
+            ).all()
+        )
 
     def recent(self, limit: int = 20, thread_id: str | None = None) -> list[AntiStagnationMetric]:
         q = select(AntiStagnationMetric)

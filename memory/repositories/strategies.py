@@ -7,7 +7,6 @@ from __future__ import annotations
 import builtins
 import random
 from collections.abc import Iterable
-
 from typing import Any, Unpack
 
 from sqlalchemy import Row, Select, Update, bindparam, select, update
@@ -34,8 +33,11 @@ def _count_strategy_uses() -> Update:
     """Core: the named strategies' uses and helps counted up, in one statement (the escalation counts them every
     tick it adds a mechanism)."""
     c = table_of(StagnationStrategy).c
-    return (update(table_of(StagnationStrategy)).where(c.name.in_(bindparam("names", expanding=True)))
-            .values(uses=c.uses + bindparam("used"), helped=c.helped + bindparam("helped")))
+    return (
+        update(table_of(StagnationStrategy))
+        .where(c.name.in_(bindparam("names", expanding=True)))
+        .values(uses=c.uses + bindparam("used"), helped=c.helped + bindparam("helped"))
+    )
 
 
 @prepared
@@ -46,14 +48,18 @@ def _count_use() -> Update:
 
 class StrategyRepo(NamedRowRepo):
     model, what = StagnationStrategy, "stagnation strategy"
+
     def ensure(self, builtins: dict[str, tuple[str, int]]) -> list[Row[Unpack[tuple[Any, ...]]]]:
         """The built-in mechanisms as rows (name -> (class, cost)); existing rows are left as they are. Returns the
         active rows, as `active` would (read in the same query), as plain rows (by the same names: read only — the
         escalation reads them every tick; `record` counts their uses)."""
         rows = self.core(_strategy_lines()).all()
         have = {row.name for row in rows}
-        added = [StagnationStrategy(name=name, mechanism_class=klass, cost=cost, builtin=True, status="active")
-                 for name, (klass, cost) in builtins.items() if name not in have]
+        added = [
+            StagnationStrategy(name=name, mechanism_class=klass, cost=cost, builtin=True, status="active")
+            for name, (klass, cost) in builtins.items()
+            if name not in have
+        ]
         if added:  # the first time only: the new rows are read back with the others
             self.session.add_all(added)
             self.session.flush()
@@ -61,15 +67,21 @@ class StrategyRepo(NamedRowRepo):
         return [row for row in rows if row.status == "active"]
 
     def active(self) -> list[StagnationStrategy]:
-        return list(self.session.scalars(select(StagnationStrategy).where(StagnationStrategy.status == "active")
-                                   .order_by(StagnationStrategy.id)).all())
+        return list(
+            self.session.scalars(
+                select(StagnationStrategy).where(StagnationStrategy.status == "active").order_by(StagnationStrategy.id)
+            ).all()
+        )
 
     def list(self, include_archived: bool = False) -> list[StagnationStrategy]:
         q = select(StagnationStrategy)
         if not include_archived:
             q = q.where(StagnationStrategy.status == "active")
-        return list(self.session.scalars(q.order_by(StagnationStrategy.mechanism_class, StagnationStrategy.cost,
-                                              StagnationStrategy.name)).all())
+        return list(
+            self.session.scalars(
+                q.order_by(StagnationStrategy.mechanism_class, StagnationStrategy.cost, StagnationStrategy.name)
+            ).all()
+        )
 
     def add(self, name: str, mechanism_class: str, cost: int, instruction: str) -> StagnationStrategy:
         if self.session.scalars(select(StagnationStrategy.id).where(StagnationStrategy.name == name)).first():
@@ -88,13 +100,17 @@ class StrategyRepo(NamedRowRepo):
 
 class ThinkingMethodRepo(NamedRowRepo):
     model, what = ThinkingMethod, "thinking method"
+
     def ensure(self, defaults: dict[str, str]) -> list[Row[Unpack[tuple[Any, ...]]]]:
         """The built-in methods as rows; existing rows are left as they are. Returns the active rows, as `list`
         would (read in the same query), as plain rows (by the same names; `draw` counts a use of one)."""
         rows = self.core(_method_lines()).all()
         have = {row.name for row in rows}
-        added = [ThinkingMethod(name=name, instruction=instruction, builtin=True, status="active")
-                 for name, instruction in defaults.items() if name not in have]
+        added = [
+            ThinkingMethod(name=name, instruction=instruction, builtin=True, status="active")
+            for name, instruction in defaults.items()
+            if name not in have
+        ]
         if added:  # the first time only: the new rows are read back with the others
             self.session.add_all(added)
             self.session.flush()

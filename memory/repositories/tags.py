@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-
 from typing import Any, Unpack
 
 from sqlalchemy import CompoundSelect, literal, select, union_all

@@ -44,10 +44,23 @@ TABLE = table_of(Taint)
 READS = "anima_taint_reads"  # session.info: the (tier, ref) of the memory rows a unit read, while it tracks them
 # the memory tiers a later prompt shows (a block, a recall, a command's result), by the names memory_history uses
 TIERS: dict[type, str | None] = {
-    Goal: "goal", Task: "task", Note: "note", Message: "message", Abstract: "abstract", DiaryEntry: "diary",
-    Concept: "concept", ConceptLink: "link", LLMMemory: "llm_memory", Entity: "entity", UnverifiedFact: "fact",
-    OpenQuestion: "question", Insight: "insight", Episode: "episode", AgentTableRow: "table_row",
-    AgentRecord: "record", MemoryBlock: None,  # a memory block's tier is its name (core, notepad)
+    Goal: "goal",
+    Task: "task",
+    Note: "note",
+    Message: "message",
+    Abstract: "abstract",
+    DiaryEntry: "diary",
+    Concept: "concept",
+    ConceptLink: "link",
+    LLMMemory: "llm_memory",
+    Entity: "entity",
+    UnverifiedFact: "fact",
+    OpenQuestion: "question",
+    Insight: "insight",
+    Episode: "episode",
+    AgentTableRow: "table_row",
+    AgentRecord: "record",
+    MemoryBlock: None,  # a memory block's tier is its name (core, notepad)
 }
 MAX_SOURCES = 12  # as memory/provenance.py: enough to judge, never unbounded
 TEXT_COLUMNS = ("title", "text", "summary", "content", "claim", "insight", "strategy", "description", "name", "topic")
@@ -124,8 +137,15 @@ class TaintRepo(Repo):
     def _run(self, statement: Any) -> Any:
         return self.session.connection().execute(statement)
 
-    def mark(self, keys: Iterable[tuple[str, str]], sources: Sequence[Mapping[str, Any]], *, thread_id: str | None,
-             tick: int | None, now: datetime | None = None) -> int:
+    def mark(
+        self,
+        keys: Iterable[tuple[str, str]],
+        sources: Sequence[Mapping[str, Any]],
+        *,
+        thread_id: str | None,
+        tick: int | None,
+        now: datetime | None = None,
+    ) -> int:
         """Taint these rows with `sources` (an active taint gains them; a cleared one is tainted anew: a new write
         from untrusted text is a new question for the owner). Returns how many rows were marked."""
         wanted = list(dict.fromkeys((str(t)[:32], str(r)[:128]) for t, r in keys))
@@ -136,15 +156,36 @@ class TaintRepo(Repo):
         for key in wanted:
             row = have.get(key)
             if row is None:
-                self._run(insert(Taint).values(tier=key[0], ref=key[1], sources=merge(sources), thread_id=thread_id,
-                                               tick=tick, created_at=now, updated_at=now, cleared_reason=""))
+                self._run(
+                    insert(Taint).values(
+                        tier=key[0],
+                        ref=key[1],
+                        sources=merge(sources),
+                        thread_id=thread_id,
+                        tick=tick,
+                        created_at=now,
+                        updated_at=now,
+                        cleared_reason="",
+                    )
+                )
             elif row.cleared_at is not None:
-                self._run(update(Taint).where(Taint.id == row.id).values(
-                    sources=merge(sources), thread_id=thread_id, tick=tick, updated_at=now, cleared_at=None,
-                    cleared_by=None, cleared_reason=""))
+                self._run(
+                    update(Taint)
+                    .where(Taint.id == row.id)
+                    .values(
+                        sources=merge(sources),
+                        thread_id=thread_id,
+                        tick=tick,
+                        updated_at=now,
+                        cleared_at=None,
+                        cleared_by=None,
+                        cleared_reason="",
+                    )
+                )
             else:
-                self._run(update(Taint).where(Taint.id == row.id).values(sources=merge(row.sources, sources),
-                                                                         updated_at=now))
+                self._run(
+                    update(Taint).where(Taint.id == row.id).values(sources=merge(row.sources, sources), updated_at=now)
+                )
         return len(wanted)
 
     def _rows(self, keys: list[tuple[str, str]]) -> builtins.list[Any]:
@@ -156,8 +197,10 @@ class TaintRepo(Repo):
     def day_episodes(self, days: list[str]) -> builtins.list[int]:
         """The ids of the day summaries of these days (a week's or a month's summary names its days)."""
         table = table_of(Episode)
-        return [int(row.id) for row in self._run(select(table.c.id).where(table.c.period == "day",
-                                                                           table.c.start.in_(days))).all()]
+        return [
+            int(row.id)
+            for row in self._run(select(table.c.id).where(table.c.period == "day", table.c.start.in_(days))).all()
+        ]
 
     def any_active(self) -> bool:
         """Whether any row is tainted now (the prompt skips its look-ups when none is)."""
@@ -168,8 +211,11 @@ class TaintRepo(Repo):
         wanted = list(dict.fromkeys(str(r) for r in refs))
         if not wanted:
             return {}
-        rows = self._run(select(TABLE.c.ref, TABLE.c.sources).where(
-            TABLE.c.tier == tier, TABLE.c.ref.in_(wanted), TABLE.c.cleared_at.is_(None))).all()
+        rows = self._run(
+            select(TABLE.c.ref, TABLE.c.sources).where(
+                TABLE.c.tier == tier, TABLE.c.ref.in_(wanted), TABLE.c.cleared_at.is_(None)
+            )
+        ).all()
         return {row.ref: list(row.sources or []) for row in rows}
 
     def of_keys(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], builtins.list[dict[str, Any]]]:
@@ -187,15 +233,24 @@ class TaintRepo(Repo):
 
     def active(self, limit: int = 50) -> builtins.list[Taint]:
         """The tainted rows, newest first."""
-        return list(self.session.scalars(select(Taint).where(Taint.cleared_at.is_(None))
-                                         .order_by(Taint.updated_at.desc(), Taint.id.desc()).limit(limit)).all())
+        return list(
+            self.session.scalars(
+                select(Taint)
+                .where(Taint.cleared_at.is_(None))
+                .order_by(Taint.updated_at.desc(), Taint.id.desc())
+                .limit(limit)
+            ).all()
+        )
 
     def clear_keys(self, keys: Iterable[tuple[str, str]], *, by: str, now: datetime | None = None) -> None:
         """Clear the active taints of these rows (the owner rewrote them)."""
         now = now or utcnow()
         for tier, refs in _by_tier(keys).items():
-            self._run(update(Taint).where(Taint.tier == tier, Taint.ref.in_(refs), Taint.cleared_at.is_(None)).values(
-                cleared_at=now, cleared_by=by[:64], cleared_reason="my owner rewrote it", updated_at=now))
+            self._run(
+                update(Taint)
+                .where(Taint.tier == tier, Taint.ref.in_(refs), Taint.cleared_at.is_(None))
+                .values(cleared_at=now, cleared_by=by[:64], cleared_reason="my owner rewrote it", updated_at=now)
+            )
 
     def clear_derived(self, tier: str, ref: Any, *, by: str, now: datetime) -> int:
         """Clear what was written only through a row the owner trusts (every source of it came `via` that row — or,
@@ -204,11 +259,15 @@ class TaintRepo(Repo):
         cleared = 0
         while trusted:
             through = trusted.pop()
-            for row in self._run(select(TABLE.c.id, TABLE.c.tier, TABLE.c.ref, TABLE.c.sources).where(
-                    TABLE.c.cleared_at.is_(None))).all():
+            for row in self._run(
+                select(TABLE.c.id, TABLE.c.tier, TABLE.c.ref, TABLE.c.sources).where(TABLE.c.cleared_at.is_(None))
+            ).all():
                 vias = [str(s.get("via", "")) for s in row.sources or [] if isinstance(s, Mapping)]
-                if vias and all(v == through or v.startswith(f"{through},") for v in vias) and self.clear(
-                        row.id, by=by, reason=f"written from {through}, which my owner trusted", now=now):
+                if (
+                    vias
+                    and all(v == through or v.startswith(f"{through},") for v in vias)
+                    and self.clear(row.id, by=by, reason=f"written from {through}, which my owner trusted", now=now)
+                ):
                     cleared += 1
                     trusted.append(via_of(row.tier, row.ref))
         return cleared
@@ -228,8 +287,11 @@ class TaintRepo(Repo):
 
     def clear(self, taint_id: int, *, by: str, reason: str, now: datetime) -> bool:
         """The owner trusts the row: its taint is cleared (kept, with who and why). False when it was not active."""
-        result = self._run(update(Taint).where(Taint.id == int(taint_id), Taint.cleared_at.is_(None)).values(
-            cleared_at=now, cleared_by=by[:64], cleared_reason=reason, updated_at=now))
+        result = self._run(
+            update(Taint)
+            .where(Taint.id == int(taint_id), Taint.cleared_at.is_(None))
+            .values(cleared_at=now, cleared_by=by[:64], cleared_reason=reason, updated_at=now)
+        )
         if result.rowcount != 1:
             return False
         self.session.get(Taint, int(taint_id), populate_existing=True)  # a held row reads the clearance

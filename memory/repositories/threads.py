@@ -84,18 +84,39 @@ class ThreadRepo(Repo):
                 product *= thread.window_ratio or 1.0
         return product
 
-    def create_child(self, thread_id: str, parent: Thread, *, label: str, window_ratio: float, origin: str,
-                     owner: str, chronicle_prompt: str | None = None, playbook: str = "") -> Thread:
-        child = Thread(id=thread_id, parent_id=parent.id, label=label, playbook=playbook, persona=parent.persona,
-                       depth=parent.depth + 1, window_ratio=window_ratio, status="running", origin=origin,
-                       owner=owner, chronicle_prompt=chronicle_prompt)
+    def create_child(
+        self,
+        thread_id: str,
+        parent: Thread,
+        *,
+        label: str,
+        window_ratio: float,
+        origin: str,
+        owner: str,
+        chronicle_prompt: str | None = None,
+        playbook: str = "",
+    ) -> Thread:
+        child = Thread(
+            id=thread_id,
+            parent_id=parent.id,
+            label=label,
+            playbook=playbook,
+            persona=parent.persona,
+            depth=parent.depth + 1,
+            window_ratio=window_ratio,
+            status="running",
+            origin=origin,
+            owner=owner,
+            chronicle_prompt=chronicle_prompt,
+        )
         self._held[thread_id] = child
         self.session.add(child)
         self.session.flush()
         return child
 
-    def finish(self, thread_id: str, *, status: str, chronicle: str | None, now: datetime,
-               error: str | None = None) -> Thread | None:
+    def finish(
+        self, thread_id: str, *, status: str, chronicle: str | None, now: datetime, error: str | None = None
+    ) -> Thread | None:
         thread = self.get(thread_id)
         if thread is not None:
             thread.status, thread.chronicle, thread.completed_at, thread.error = status, chronicle, now, error
@@ -104,8 +125,12 @@ class ThreadRepo(Repo):
 
     def running_children(self) -> list[Thread]:
         """Every child thread still marked running, deepest first."""
-        rows = self.session.scalars(select(Thread).where(Thread.status == "running", Thread.parent_id.is_not(None))).all()
+        rows = self.session.scalars(
+            select(Thread).where(Thread.status == "running", Thread.parent_id.is_not(None))
+        ).all()
         return sorted(rows, key=lambda t: -t.depth)
 
     def children(self, thread_id: str) -> list[Thread]:
-        return list(self.session.scalars(select(Thread).where(Thread.parent_id == thread_id).order_by(Thread.created_at)).all())
+        return list(
+            self.session.scalars(select(Thread).where(Thread.parent_id == thread_id).order_by(Thread.created_at)).all()
+        )

@@ -9,8 +9,8 @@ from sqlalchemy import Insert, Select, Update, bindparam, func, insert, select, 
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from memory.models import Tick
 from memory.clock import utcnow
+from memory.models import Tick
 from memory.repositories.base import Repo, insert_values, prepared, table_of
 
 
@@ -35,8 +35,11 @@ def _insert_tick() -> Insert:
 def _update_tick(*columns: str) -> Update:
     """Core: a tick's row (by thread and tick) set to the values given for `columns` when it runs."""
     table = table_of(Tick)
-    return (update(table).where(table.c.thread_id == bindparam("w_thread_id"), table.c.tick == bindparam("w_tick"))
-            .values({name: bindparam(f"v_{name}") for name in columns}))
+    return (
+        update(table)
+        .where(table.c.thread_id == bindparam("w_thread_id"), table.c.tick == bindparam("w_tick"))
+        .values({name: bindparam(f"v_{name}") for name in columns})
+    )
 
 
 class TickRepo(Repo):
@@ -66,15 +69,21 @@ class TickRepo(Repo):
             row = self._add(thread_id, tick)
         summary = dict(row.summary or {})
         answer = summary.pop("answer", None)
-        row.summary = {**summary, "error": error, "step": step, "trace": trace[-4000:],
-                       **({"quarantined": answer} if answer is not None else {})}
+        row.summary = {
+            **summary,
+            "error": error,
+            "step": step,
+            "trace": trace[-4000:],
+            **({"quarantined": answer} if answer is not None else {}),
+        }
         row.status, row.finished_at = "failed", utcnow()
         self.session.flush()
         return row
 
     def _add(self, thread_id: str, tick: int, **fields: Any) -> Tick:
-        row = self._inserted(Tick, _insert_tick(), insert_values(Tick, {"thread_id": thread_id, "tick": tick,
-                                                                        **fields}))
+        row = self._inserted(
+            Tick, _insert_tick(), insert_values(Tick, {"thread_id": thread_id, "tick": tick, **fields})
+        )
         self._held[(thread_id, tick)] = row
         known = self._from.get(thread_id)
         if known is not None and tick >= known[0]:
@@ -102,7 +111,9 @@ class TickRepo(Repo):
             tick += 1
         return tick
 
-    def keep_answer(self, thread_id: str, tick: int, answer: dict[str, Any], summary: dict[str, Any] | None = None) -> None:
+    def keep_answer(
+        self, thread_id: str, tick: int, answer: dict[str, Any], summary: dict[str, Any] | None = None
+    ) -> None:
         """The model's answer for a tick, kept until the tick finishes: a tick run again after a kill reuses it.
         `summary`: the row's summary as read earlier in the tick (then the row is written without reading it)."""
         if summary is not None:
@@ -117,16 +128,37 @@ class TickRepo(Repo):
         row = self.get(thread_id, tick)
         return (row.summary or {}).get("answer") if row is not None and row.finished_at is None else None
 
-    def finish(self, thread_id: str, tick: int, *, status: str, summary: dict[str, Any],
-               llm_calls: int, prompt_tokens: int, completion_tokens: int, llm_ms: float) -> None:
-        self._set(thread_id, tick, status=status, summary=summary, llm_calls=llm_calls, prompt_tokens=prompt_tokens,
-                  completion_tokens=completion_tokens, llm_ms=llm_ms, finished_at=utcnow())
+    def finish(
+        self,
+        thread_id: str,
+        tick: int,
+        *,
+        status: str,
+        summary: dict[str, Any],
+        llm_calls: int,
+        prompt_tokens: int,
+        completion_tokens: int,
+        llm_ms: float,
+    ) -> None:
+        self._set(
+            thread_id,
+            tick,
+            status=status,
+            summary=summary,
+            llm_calls=llm_calls,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            llm_ms=llm_ms,
+            finished_at=utcnow(),
+        )
 
     def _set(self, thread_id: str, tick: int, **values: Any) -> None:
         """The tick's row updated in one Core statement; a row this unit holds (loaded or added) sees the new
         values, as the ORM's UPDATE would have synchronised it."""
-        self.core(_update_tick(*values), {"w_thread_id": thread_id, "w_tick": tick,
-                                          **{f"v_{name}": value for name, value in values.items()}})
+        self.core(
+            _update_tick(*values),
+            {"w_thread_id": thread_id, "w_tick": tick, **{f"v_{name}": value for name, value in values.items()}},
+        )
         held = self._held.get((thread_id, tick))
         if held is not None:
             for name, value in values.items():

@@ -8,8 +8,8 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy.orm import Session
 
-from memory.models import Base
 from memory.clock import utcnow
+from memory.models import Base
 from memory.repositories.base import Archivable, Repo
 from memory.repositories.items import MemoryItemRepo
 

@@ -27,5 +27,8 @@ class ToolUseRepo(Repo):
         query = select(ToolUse)
         if kind is not None:
             query = query.where(ToolUse.kind == kind)
-        return builtins.list(self.session.scalars(
-            query.order_by(ToolUse.uses.desc(), ToolUse.last_used_at.desc(), ToolUse.id).limit(limit)))
+        return builtins.list(
+            self.session.scalars(
+                query.order_by(ToolUse.uses.desc(), ToolUse.last_used_at.desc(), ToolUse.id).limit(limit)
+            )
+        )

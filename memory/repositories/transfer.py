@@ -24,12 +24,18 @@ BATCH = 1000
 def tables(names: Iterable[str] | None = None) -> list[Table]:
     """The tables named (all but NEVER_COPIED when None), parents before children."""
     wanted = set(names) if names is not None else None
-    return [t for t in Base.metadata.sorted_tables
-            if t.name not in NEVER_COPIED and (wanted is None or t.name in wanted)]
+    return [
+        t for t in Base.metadata.sorted_tables if t.name not in NEVER_COPIED and (wanted is None or t.name in wanted)
+    ]
 
 
-def copy_table(source: Session, target: Session, table: Table, where: Any = None,
-               transform: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> int:
+def copy_table(
+    source: Session,
+    target: Session,
+    table: Table,
+    where: Any = None,
+    transform: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+) -> int:
     """Every row of `table` (matching `where`) from `source` into `target`, ids kept; `transform` may change a row
     or drop it (None). Returns the rows written."""
     query = select(table)
@@ -64,9 +70,13 @@ def reset_sequences(target: Session, copied: Iterable[Table]) -> None:
         keys = list(table.primary_key.columns)
         if len(keys) != 1 or keys[0].name != "id" or not isinstance(keys[0].type, Integer):
             continue
-        target.execute(text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
-                            f"GREATEST((SELECT COALESCE(MAX(id), 0) FROM {table.name}), 1), "
-                            f"(SELECT COUNT(*) > 0 FROM {table.name}))"))
+        target.execute(
+            text(
+                f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
+                f"GREATEST((SELECT COALESCE(MAX(id), 0) FROM {table.name}), 1), "
+                f"(SELECT COUNT(*) > 0 FROM {table.name}))"
+            )
+        )
 
 
 def journal_items(target: Session) -> int:
@@ -74,7 +84,9 @@ def journal_items(target: Session) -> int:
     its vectors from it on first use."""
     ids = list(target.scalars(select(MemoryItem.id).order_by(MemoryItem.id)).all())
     for start in range(0, len(ids), BATCH):
-        target.execute(table_of(MemoryJournal).insert(), [{"item_id": i, "op": "upsert"} for i in ids[start:start + BATCH]])
+        target.execute(
+            table_of(MemoryJournal).insert(), [{"item_id": i, "op": "upsert"} for i in ids[start : start + BATCH]]
+        )
     return len(ids)
 
 
@@ -86,8 +98,9 @@ def holds_memory(session: Session) -> bool:
 def create_postgres_database(url: str, name: str) -> str:
     """A new, empty database `name` on the server of `url` (its user needs CREATEDB); the new database's URL."""
     parsed = make_url(url)
-    engine = create_engine(parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False),
-                           isolation_level="AUTOCOMMIT")
+    engine = create_engine(
+        parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False), isolation_level="AUTOCOMMIT"
+    )
     try:
         with engine.connect() as conn:
             exists = conn.execute(text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}).first()
@@ -102,8 +115,19 @@ def create_postgres_database(url: str, name: str) -> str:
 # what a "trained" child takes — HMP's table of descendants: "cognitive diaries, semantic graphs, known agents"
 # (diary_entries; concepts and links; peers), with the distilled tiers (goals, tasks, llm_memory, insights) — not
 # the episodes, conversation or notes
-TRAINED_TABLES = ("goals", "goal_links", "tasks", "concepts", "links", "llm_memory", "insights", "diary_entries",
-                  "peers", "memory_items", "taints")
+TRAINED_TABLES = (
+    "goals",
+    "goal_links",
+    "tasks",
+    "concepts",
+    "links",
+    "llm_memory",
+    "insights",
+    "diary_entries",
+    "peers",
+    "memory_items",
+    "taints",
+)
 TRAINED_TIERS = ("concept", "llm_memory", "insight", "diary")
 # the provenance of what it takes goes with it: a row written from untrusted text stays marked in the child
 TRAINED_TAINTS = ("goal", "task", "concept", "link", "llm_memory", "insight", "diary")
@@ -112,19 +136,28 @@ TRAINED_TAINTS = ("goal", "task", "concept", "link", "llm_memory", "insight", "d
 def _config_row(mode: str) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     def keep(row: dict[str, Any]) -> dict[str, Any] | None:
         return row if inherited_by_child(row["key"], trained=mode == "trained") else None
+
     return keep
 
 
 def _task_row(row: dict[str, Any]) -> dict[str, Any]:
-    return {**row, "repl_mode": "none", "repl_status": None, "repl_thread": None, "repl_config": None,
-            "repl_error": None}
+    return {
+        **row,
+        "repl_mode": "none",
+        "repl_status": None,
+        "repl_thread": None,
+        "repl_config": None,
+        "repl_error": None,
+    }
 
 
 def _diary_row(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "thread_id": None}  # the parent's threads stay with the parent
 
 
-def copy_memory(source: Session, target: Session, mode: str, progress: Callable[[str, int], None] | None = None) -> dict[str, int]:
+def copy_memory(
+    source: Session, target: Session, mode: str, progress: Callable[[str, int], None] | None = None
+) -> dict[str, int]:
     """A spawn's memory: `clone` every table (ids kept, vectors stay valid), `trained` the goals, tasks, concepts
     and links, llm_memory, insights, the diary and the known peers, with their catalogue items (journalled anew,
     so the child's index embeds them) and their provenance (`taints`), `newborn` nothing. Returns rows written per

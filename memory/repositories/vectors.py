@@ -52,8 +52,9 @@ def _upsert_rows(dialect: str) -> Insert:
 @prepared
 def _vectors_of() -> Select[int, str, int, bytes]:
     c = table_of(MemoryVector).c
-    return select(c.item_id, c.texts_key, c.parts, c.vectors).where(c.item_id.in_(bindparam("ids", expanding=True)),
-                                                                   c.embedder == bindparam("embedder"))
+    return select(c.item_id, c.texts_key, c.parts, c.vectors).where(
+        c.item_id.in_(bindparam("ids", expanding=True)), c.embedder == bindparam("embedder")
+    )
 
 
 class VectorRepo(Repo):
@@ -63,9 +64,18 @@ class VectorRepo(Repo):
         """Store (item id, texts key, vectors) rows, replacing what the items had."""
         import numpy as np
 
-        values = list({item_id: {"item_id": item_id, "embedder": embedder, "texts_key": key, "parts": len(vectors),
-                                 "vectors": np.ascontiguousarray(vectors, dtype=DTYPE).tobytes()}
-                       for item_id, key, vectors in rows}.values())  # an item once (PostgreSQL refuses a row twice)
+        values = list(
+            {
+                item_id: {
+                    "item_id": item_id,
+                    "embedder": embedder,
+                    "texts_key": key,
+                    "parts": len(vectors),
+                    "vectors": np.ascontiguousarray(vectors, dtype=DTYPE).tobytes(),
+                }
+                for item_id, key, vectors in rows
+            }.values()
+        )  # an item once (PostgreSQL refuses a row twice)
         if not values:
             return 0
         self.core(_upsert_rows(self.session.get_bind().dialect.name), values)
@@ -75,18 +85,25 @@ class VectorRepo(Repo):
         ids = sorted({int(i) for i in item_ids})
         found: dict[int, StoredVectors] = {}
         for start in range(0, len(ids), 500):  # Core rows: a query reads a few hundred
-            found.update({row.item_id: _decoded(row) for row in self.core(
-                _vectors_of(), {"ids": ids[start:start + 500], "embedder": embedder})})
+            found.update(
+                {
+                    row.item_id: _decoded(row)
+                    for row in self.core(_vectors_of(), {"ids": ids[start : start + 500], "embedder": embedder})
+                }
+            )
         return found
 
     def page(self, embedder: str, after_id: int = 0, limit: int = 5000) -> dict[int, StoredVectors]:
         """The next `limit` items' vectors after `after_id`, by id."""
-        q = (select(MemoryVector.item_id, MemoryVector.texts_key, MemoryVector.parts, MemoryVector.vectors)
-             .where(MemoryVector.item_id > after_id, MemoryVector.embedder == embedder)
-             .order_by(MemoryVector.item_id).limit(limit))
+        q = (
+            select(MemoryVector.item_id, MemoryVector.texts_key, MemoryVector.parts, MemoryVector.vectors)
+            .where(MemoryVector.item_id > after_id, MemoryVector.embedder == embedder)
+            .order_by(MemoryVector.item_id)
+            .limit(limit)
+        )
         return {row.item_id: _decoded(row) for row in self.session.connection().execute(q)}
 
     def remove(self, item_ids: Iterable[int]) -> None:
         ids = list(item_ids)
         for start in range(0, len(ids), 500):
-            self.core(_delete_of(), {"ids": ids[start:start + 500]})
+            self.core(_delete_of(), {"ids": ids[start : start + 500]})

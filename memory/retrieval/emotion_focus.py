@@ -10,10 +10,18 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 COMPARISONS: dict[str, Callable[[float, float], bool]] = {
-    "≥": operator.ge, ">=": operator.ge, ">": operator.gt, "≤": operator.le, "<=": operator.le, "<": operator.lt,
-    "=": operator.eq, "==": operator.eq,
+    "≥": operator.ge,
+    ">=": operator.ge,
+    ">": operator.gt,
+    "≤": operator.le,
+    "<=": operator.le,
+    "<": operator.lt,
+    "=": operator.eq,
+    "==": operator.eq,
 }
-_FOCUS = re.compile(r"^\s*(?P<name>[^:<>=≥≤]+?)\s*(?::\s*|(?=[<>=≥≤]))(?P<op>≥|≤|>=|<=|==|=|>|<)?\s*(?P<value>-?\d+(?:\.\d+)?)\s*$")
+_FOCUS = re.compile(
+    r"^\s*(?P<name>[^:<>=≥≤]+?)\s*(?::\s*|(?=[<>=≥≤]))(?P<op>≥|≤|>=|<=|==|=|>|<)?\s*(?P<value>-?\d+(?:\.\d+)?)\s*$"
+)
 
 
 class EmotionFocus(NamedTuple):

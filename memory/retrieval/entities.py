@@ -25,11 +25,15 @@ from memory.text import STOP_WORDS, tokenize
 _CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:of|the|de|and)?\s*[A-Z][\w'’-]*)*")
 _NUMBER = re.compile(r"\b\d{1,4}(?:[.,:]\d+)?\b")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n)\s*[\"'(]*$")
-MONTHS = ("january february march april may june july august september october november december "
-          "monday tuesday wednesday thursday friday saturday sunday").split()
-COMMON_CAPITALISED = frozenset("""i im i'm ive i've id i'd ill i'll hey hi hello oh wow yes yeah no ok okay thanks thank
+MONTHS = (
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday"
+).split()
+COMMON_CAPITALISED = frozenset(
+    """i im i'm ive i've id i'd ill i'll hey hi hello oh wow yes yeah no ok okay thanks thank
 great awesome cool sure well so and but what who when where why how that this it its it's that's there there's they
-we you he she my your our their haha lol omg please sorry congrats congratulations nice good glad love""".split())
+we you he she my your our their haha lol omg please sorry congrats congratulations nice good glad love""".split()
+)
 
 
 def extract(text: str) -> list[str]:
@@ -37,7 +41,7 @@ def extract(text: str) -> list[str]:
     found: list[str] = []
     for match in _CAPITALISED.finditer(text):
         words = match.group(0).split()
-        if _SENTENCE_START.search(text[:match.start()]) and len(words) == 1:
+        if _SENTENCE_START.search(text[: match.start()]) and len(words) == 1:
             lowered = words[0].lower().strip("'’")
             if lowered in COMMON_CAPITALISED or lowered in STOP_WORDS:
                 continue
@@ -58,13 +62,20 @@ Key = TypeVar("Key", bound=Hashable)  # a memory's id (or a benchmark's turn id)
 ENTITY_KIND_WEIGHT = {"n": 1.5, "d": 1.0, "w": 0.6}
 
 
-def activation(query_entities: Iterable[str], holders: Mapping[str, Iterable[Key]],
-               entities_of: Mapping[Key, Iterable[str]], documents: int, *, damping: float = 0.5,
-               max_fanout: int = 200) -> dict[Key, float]:
+def activation(
+    query_entities: Iterable[str],
+    holders: Mapping[str, Iterable[Key]],
+    entities_of: Mapping[Key, Iterable[str]],
+    documents: int,
+    *,
+    damping: float = 0.5,
+    max_fanout: int = 200,
+) -> dict[Key, float]:
     """Memories' activation from the query's entities (module doc): first hop Σ idf of the seeds a memory holds,
     plus `damping` × what it reaches through the memories of the first hop. `holders`: entity → memory ids
     holding it; `entities_of`: memory id → its entities (only the first hop's are read). Entities held by more
     than `max_fanout` memories seed nothing (they select nothing)."""
+
     def weight(entity: str, count: int) -> float:
         return ENTITY_KIND_WEIGHT.get(entity[:1], 1.0) * math.log(1 + documents / max(1, count))
 

@@ -88,9 +88,17 @@ class MemoryIndex:
     """Hybrid retrieval over every tier (module doc): searches, the sync after a write, and the comparisons the
     memory manager makes, over the vector store, the write journal, the caches and the ranker it composes."""
 
-    def __init__(self, db: Database, embedder: Embedder, *, chroma_path: str | Path | None = None,
-                 chroma_url: str | None = None, chroma_database: str | None = None,
-                 config: RetrievalSettings | None = None, clock: Callable[[], datetime] = _utc_now):
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder,
+        *,
+        chroma_path: str | Path | None = None,
+        chroma_url: str | None = None,
+        chroma_database: str | None = None,
+        config: RetrievalSettings | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+    ):
         self.db, self.embedder, self.clock = db, embedder, clock
         self.chroma_path, self.chroma_url = chroma_path, chroma_url
         self.chroma_database = chroma_database  # a deployment's persona: its own database on the Chroma server
@@ -100,8 +108,9 @@ class MemoryIndex:
         self.store = VectorStore(embedder, self._lock, path=chroma_path, url=chroma_url, database=chroma_database)
         self.caches = RetrievalCaches(db, embedder, self._lock)
         self.embedding = EmbeddingCache(embedder, self._lock, config)
-        self.journal = WriteJournal(db, embedder, self._lock, store=self.store, caches=self.caches,
-                                    embedding=self.embedding)
+        self.journal = WriteJournal(
+            db, embedder, self._lock, store=self.store, caches=self.caches, embedding=self.embedding
+        )
         self.ranker = Ranker(db, config, clock, caches=self.caches, store=self.store, journal=self.journal)
         # what follows a write, off the tick's path (event time, knowledge updates, a long text's other vectors,
         # the expansion): started by whoever runs the persona (graph/services.py), run by a fleet's indexing job
@@ -121,8 +130,9 @@ class MemoryIndex:
 
     record_texts = staticmethod(record_texts)
 
-    def embed_texts(self, texts: list[str], cache_size: int = 512,
-                    documents: Iterable[tuple[str, str, Sequence[str]]] = ()) -> np.ndarray:
+    def embed_texts(
+        self, texts: list[str], cache_size: int = 512, documents: Iterable[tuple[str, str, Sequence[str]]] = ()
+    ) -> np.ndarray:
         """Normalised vectors of whole texts, remembering the last `cache_size` (the reflexes embed the same
         recent outputs tick after tick). `documents`: memories about to be written (`record_texts`), embedded in
         the same call; the write then takes their vectors instead of embedding them again."""
@@ -168,7 +178,9 @@ class MemoryIndex:
             self.caches.start_warmup(self.close)  # after the first answer, not competing with it
             return hits
 
-    def closest_older(self, item_ids: list[int], n_results: int = 16, per_item: int = 5) -> dict[int, list[tuple[float, int]]]:
+    def closest_older(
+        self, item_ids: list[int], n_results: int = 16, per_item: int = 5
+    ) -> dict[int, list[tuple[float, int]]]:
         """For each item: up to `per_item` older (smaller id) active items closest to its whole-item vector, as
         (cosine similarity of their whole-item vectors, their id), best first."""
         self.flush()  # the comparison runs in Chroma: it must hold everything

@@ -44,16 +44,29 @@ EMBED_BATCH = 256  # changed items embedded (and their vectors stored) at a time
 def record_meta(item: ItemLike) -> dict[str, Any]:
     """An item's Chroma metadata (what a vector search filters by): `happened` is its event time, else its record
     time (memory/event_time.py)."""
-    return {"item_id": item.id, "tier": item.tier, "status": item.status, "created": timestamp(item.created_at),
-            "happened": timestamp(item.event_at or item.created_at)}
+    return {
+        "item_id": item.id,
+        "tier": item.tier,
+        "status": item.status,
+        "created": timestamp(item.created_at),
+        "happened": timestamp(item.event_at or item.created_at),
+    }
 
 
 class WriteJournal:
     """What the vector store is still owed, and the replay of the catalogue's journal that owes it (module doc).
     The index's lock guards it."""
 
-    def __init__(self, db: Database, embedder: Embedder, lock: threading.RLock, *, store: VectorStore,
-                 caches: RetrievalCaches, embedding: EmbeddingCache):
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder,
+        lock: threading.RLock,
+        *,
+        store: VectorStore,
+        caches: RetrievalCaches,
+        embedding: EmbeddingCache,
+    ):
         self.db, self.embedder, self._lock = db, embedder, lock
         self.store, self.caches, self.embedding = store, caches, embedding
         self.pending: dict[str, tuple[np.ndarray | None, dict[str, Any]]] = {}
@@ -80,8 +93,12 @@ class WriteJournal:
         finally:
             self._replaying.release()
         with self._lock:
-            if flush or progress or len(self.pending) >= FLUSH_RECORDS or \
-                    time.monotonic() - self.flushed_at >= FLUSH_SECONDS:
+            if (
+                flush
+                or progress
+                or len(self.pending) >= FLUSH_RECORDS
+                or time.monotonic() - self.flushed_at >= FLUSH_SECONDS
+            ):
                 self.flush()
         return changed
 
@@ -127,8 +144,11 @@ class WriteJournal:
                 return self._backfill(repos, head, progress)
             changed = repos.items.changed_since(since, head) if head > since else []
             rows = repos.items.lines(changed)  # plain rows: read only, by the same names
-            embedded_here = (changed if since == chroma_at else repos.items.changed_since(chroma_at, head)) \
-                if head > chroma_at else []  # (the same range when the in-process state is where Chroma is)
+            embedded_here = (
+                (changed if since == chroma_at else repos.items.changed_since(chroma_at, head))
+                if head > chroma_at
+                else []
+            )  # (the same range when the in-process state is where Chroma is)
             live = [rows[i] for i in changed if i in rows and rows[i].status != "deleted"]
             removed = [i for i in changed if i not in rows or rows[i].status == "deleted"]
             with self._lock:
@@ -142,8 +162,12 @@ class WriteJournal:
                 caches.forget(changed, rows.values())
                 caches.applied = head
             if head > chroma_at:
-                self._queue_vectors(repos, [rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
-                                    [i for i in embedded_here if i not in rows or rows[i].status == "deleted"], progress)
+                self._queue_vectors(
+                    repos,
+                    [rows[i] for i in embedded_here if i in rows and rows[i].status != "deleted"],
+                    [i for i in embedded_here if i not in rows or rows[i].status == "deleted"],
+                    progress,
+                )
                 with self._lock:
                     self.pending_head = head
             return len(changed)
@@ -167,8 +191,16 @@ class WriteJournal:
             self.pending_head, caches.applied = head, head
         return done
 
-    def _queue_vectors(self, repos: Repos, items: Sequence[ItemLike], removed: list[int], progress: bool = False,
-                       done_before: int = 0, total: int | None = None, started: float | None = None) -> None:
+    def _queue_vectors(
+        self,
+        repos: Repos,
+        items: Sequence[ItemLike],
+        removed: list[int],
+        progress: bool = False,
+        done_before: int = 0,
+        total: int | None = None,
+        started: float | None = None,
+    ) -> None:
         """Store the vectors of changed items and queue their Chroma records. An item whose texts did not change
         (a neighbour's context, its status) keeps its vectors: only its metadata is queued, or, when another
         process or an earlier run made them, the stored vectors are taken instead of embedding it again.
@@ -193,17 +225,21 @@ class WriteJournal:
                 writer.items.vectors.remove(gone)
         batch, started = EMBED_BATCH, started or time.monotonic()
         for start in range(0, len(fresh), batch):
-            part_items = fresh[start:start + batch]
+            part_items = fresh[start : start + batch]
             keys = {item.id: texts_key(item) for item in part_items}
             # what another process or an earlier run stored is taken rather than embedded again; not looked for when
             # this process embedded it ahead of the write (the tick's thought): those vectors are ready, and the same
             ready = self.embedding.made_ahead(part_items)
             asked = [item.id for item in part_items if item.id not in ready]
             stored = repos.items.vectors.get(self.embedder.name, asked) if asked else {}  # in the sync's transaction
-            made = {item_id: vectors.vectors for item_id, vectors in stored.items() if vectors.texts_key == keys[item_id]}
+            made = {
+                item_id: vectors.vectors for item_id, vectors in stored.items() if vectors.texts_key == keys[item_id]
+            }
             todo = [item for item in part_items if item.id not in made]
             if todo:
-                embedded = [(item.id, keys[item.id], vectors) for item, vectors in zip(todo, self.embedding.embed_items(todo))]
+                embedded = [
+                    (item.id, keys[item.id], vectors) for item, vectors in zip(todo, self.embedding.embed_items(todo))
+                ]
                 with self.db.unit() as writer:  # its own short transaction: a bulk load does not hold writers up
                     writer.items.vectors.put(self.embedder.name, embedded)
                 made.update({item_id: vectors.astype(np.float16) for item_id, _, vectors in embedded})
@@ -221,5 +257,10 @@ class WriteJournal:
                 done = done_before + min(len(fresh), start + batch)
                 self._progress_chars += sum(len(item.text or "") for item in part_items)
                 seconds = max(1e-6, time.monotonic() - started)
-                log.info("indexed %d/%d memories (%.0f/s, %.0f characters/s)", done, total or len(fresh),
-                         done / seconds, self._progress_chars / seconds)
+                log.info(
+                    "indexed %d/%d memories (%.0f/s, %.0f characters/s)",
+                    done,
+                    total or len(fresh),
+                    done / seconds,
+                    self._progress_chars / seconds,
+                )

@@ -29,13 +29,36 @@ from memory.text import chunks, sentences, tokenize
 
 MODEL_PATH = Path(__file__).with_name("ranker_model.json")
 PARTS = ["bm25", "dense", "author", "recency", "importance", "when", "period", "asks", "neighbours", "answers"]
-GRAPH_FEATURES = ["score", "rank", "gap", "activation", "activation_rank", "first_hop", "name_overlap",
-                  "window_best", "window_mean", "window_gain", "query_names", "query_length"]
+GRAPH_FEATURES = [
+    "score",
+    "rank",
+    "gap",
+    "activation",
+    "activation_rank",
+    "first_hop",
+    "name_overlap",
+    "window_best",
+    "window_mean",
+    "window_gain",
+    "query_names",
+    "query_length",
+]
 # what lets the model learn when a question turn is evidence (in LoCoMo a question tells less than its reply; in a
 # user–assistant project chat the human's questions hold most of the evidence): whether the turn asks, states,
 # which of its parts the query meets (words and meaning), its length against the pool's, and the pool's style
-TURN_FEATURES = ["is_question", "states", "overlap_asking", "overlap_stating", "dense_asking", "dense_stating",
-                 "length", "length_vs_pool", "pool_questions", "pool_length", "author_asks_share"]
+TURN_FEATURES = [
+    "is_question",
+    "states",
+    "overlap_asking",
+    "overlap_stating",
+    "dense_asking",
+    "dense_stating",
+    "length",
+    "length_vs_pool",
+    "pool_questions",
+    "pool_length",
+    "author_asks_share",
+]
 FEATURES = [*PARTS, *GRAPH_FEATURES, *TURN_FEATURES]
 
 
@@ -50,7 +73,9 @@ class GraphContext:
     neighbours: dict[Hashable, list[Hashable]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, entities: Mapping[Hashable, list[str]], order: Sequence[tuple[Any, int, Hashable]] = ()) -> "GraphContext":
+    def build(
+        cls, entities: Mapping[Hashable, list[str]], order: Sequence[tuple[Any, int, Hashable]] = ()
+    ) -> GraphContext:
         holders: dict[str, list[Hashable]] = defaultdict(list)
         for key, found in entities.items():
             for entity in found:
@@ -69,18 +94,28 @@ def _rank_scaled(values: np.ndarray) -> np.ndarray:
     return np.log1p(ranks)
 
 
-def candidate_features(question: str, keys: Sequence[Hashable], scores: Sequence[float],
-                       parts: Sequence[Mapping[str, float]], act: Mapping[Hashable, float],
-                       graph: GraphContext, first_hop: Mapping[Hashable, float] | None = None,
-                       turns: Sequence[tuple[str, str]] | None = None, query_vector: np.ndarray | None = None,
-                       vectors: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
+def candidate_features(
+    question: str,
+    keys: Sequence[Hashable],
+    scores: Sequence[float],
+    parts: Sequence[Mapping[str, float]],
+    act: Mapping[Hashable, float],
+    graph: GraphContext,
+    first_hop: Mapping[Hashable, float] | None = None,
+    turns: Sequence[tuple[str, str]] | None = None,
+    query_vector: np.ndarray | None = None,
+    vectors: Sequence[np.ndarray | None] | None = None,
+) -> np.ndarray:
     """The feature matrix (rows = candidates in their fused order, columns = `FEATURES`)."""
     n = len(keys)
     score = np.asarray(scores, dtype=np.float64)
     query_entities = extract(question)
     names = {e for e in query_entities if e.startswith("n:")}
-    hop: Mapping[Hashable, float] = first_hop if first_hop is not None else activation(
-        query_entities, graph.holders, graph.entities_of, graph.documents, damping=0.0)
+    hop: Mapping[Hashable, float] = (
+        first_hop
+        if first_hop is not None
+        else activation(query_entities, graph.holders, graph.entities_of, graph.documents, damping=0.0)
+    )
     activated = np.array([act.get(k, 0.0) for k in keys])
     top_act = activated.max() if n and activated.max() > 0 else 1.0
     first = np.array([hop.get(k, 0.0) for k in keys]) / top_act
@@ -112,7 +147,9 @@ def candidate_features(question: str, keys: Sequence[Hashable], scores: Sequence
     matrix[:, column["query_length"]] = math.log1p(len(question.split()))
     if turns is not None:
         start = column["is_question"]
-        matrix[:, start:start + len(TURN_FEATURES)] = turn_features(question, turns, query_vector, vectors or [None] * n)
+        matrix[:, start : start + len(TURN_FEATURES)] = turn_features(
+            question, turns, query_vector, vectors or [None] * n
+        )
     return matrix
 
 
@@ -120,8 +157,12 @@ def _asks(sentence: str) -> bool:
     return sentence.rstrip().endswith("?")
 
 
-def turn_features(question: str, turns: Sequence[tuple[str, str]], query_vector: np.ndarray | None,
-                  vectors: Sequence[np.ndarray | None]) -> np.ndarray:
+def turn_features(
+    question: str,
+    turns: Sequence[tuple[str, str]],
+    query_vector: np.ndarray | None,
+    vectors: Sequence[np.ndarray | None],
+) -> np.ndarray:
     """`TURN_FEATURES` of each candidate ((author, text) in the fused order; its stored vectors, row 0 the whole
     item, then one per `memory.text.chunks` piece; `query_vector` the query's)."""
     n = len(turns)
@@ -148,7 +189,7 @@ def turn_features(question: str, turns: Sequence[tuple[str, str]], query_vector:
         if query_vector is not None and stored is not None and len(stored):
             parts = chunks(text)
             sims = np.asarray(stored, dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
-            piece_sims = sims[1:1 + len(parts)] if parts else sims[:1]
+            piece_sims = sims[1 : 1 + len(parts)] if parts else sims[:1]
             kinds = [_asks(p) for p in parts] if parts else [_asks(text)]
             asked = [float(v) for v, k in zip(piece_sims, kinds) if k]
             stated = [float(v) for v, k in zip(piece_sims, kinds) if not k]
@@ -167,15 +208,23 @@ def export_model(model: Any, features: Sequence[str]) -> dict[str, Any]:
     trees = []
     for predictors in model._predictors:
         nodes = predictors[0].nodes
-        trees.append({
-            "feature": nodes["feature_idx"].astype(int).tolist(),
-            "threshold": [float(t) for t in nodes["num_threshold"]],
-            "left": nodes["left"].astype(int).tolist(), "right": nodes["right"].astype(int).tolist(),
-            "leaf": nodes["is_leaf"].astype(int).tolist(),
-            "missing_left": nodes["missing_go_to_left"].astype(int).tolist(),
-            "value": [round(float(v), 9) for v in nodes["value"]]})
-    return {"kind": "gradient-boosted-trees", "features": list(features),
-            "baseline": float(np.ravel(model._baseline_prediction)[0]), "trees": trees}
+        trees.append(
+            {
+                "feature": nodes["feature_idx"].astype(int).tolist(),
+                "threshold": [float(t) for t in nodes["num_threshold"]],
+                "left": nodes["left"].astype(int).tolist(),
+                "right": nodes["right"].astype(int).tolist(),
+                "leaf": nodes["is_leaf"].astype(int).tolist(),
+                "missing_left": nodes["missing_go_to_left"].astype(int).tolist(),
+                "value": [round(float(v), 9) for v in nodes["value"]],
+            }
+        )
+    return {
+        "kind": "gradient-boosted-trees",
+        "features": list(features),
+        "baseline": float(np.ravel(model._baseline_prediction)[0]),
+        "trees": trees,
+    }
 
 
 @dataclass
@@ -190,8 +239,14 @@ class TreeModel:
         out = np.full(len(matrix), self.baseline)
         for tree in self.trees:
             feature, threshold, left, right, leaf, missing_left, value = (
-                tree["feature"], tree["threshold"], tree["left"], tree["right"], tree["leaf"], tree["missing_left"],
-                tree["value"])
+                tree["feature"],
+                tree["threshold"],
+                tree["left"],
+                tree["right"],
+                tree["leaf"],
+                tree["missing_left"],
+                tree["value"],
+            )
             for row in range(len(matrix)):
                 node = 0
                 x = matrix[row]

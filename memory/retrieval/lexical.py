@@ -80,8 +80,9 @@ def passages(own: list[str], context: list[str], shape: Shape = WHOLE) -> list[t
     return found
 
 
-def scores(documents: dict[int, tuple[str, str]], weights: dict[str, float], average_length: float,
-           shape: Shape = WHOLE) -> dict[int, float]:
+def scores(
+    documents: dict[int, tuple[str, str]], weights: dict[str, float], average_length: float, shape: Shape = WHOLE
+) -> dict[int, float]:
     """BM25 of each stored document (own tokens, context tokens) for query terms weighted by their idf (an item
     in passages: its best passage's, `Shape`).
 
@@ -131,7 +132,7 @@ class CorpusSample:
     shape: Shape = WHOLE
 
     @classmethod
-    def of(cls, documents: dict[int, tuple[str, str]], shape: Shape = WHOLE) -> "CorpusSample":
+    def of(cls, documents: dict[int, tuple[str, str]], shape: Shape = WHOLE) -> CorpusSample:
         ids = sorted(documents)
         lengths: list[float] = []
         owners: list[int] = []  # the document each row (a passage, or the whole document) belongs to

@@ -15,31 +15,61 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from memory.text import sentences
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december")
-_MONTH = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|" \
-         r"jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_MONTH = (
+    r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|"
+    r"jun|jul|aug|sept|sep|oct|nov|dec)\.?"
+)
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"((?:19|20)\d\d)"
 _DAY_MONTH_YEAR = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE)
 _MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECASE)
 _MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+(?:of\s+)?{_YEAR}\b", re.IGNORECASE)
 _IN_YEAR = re.compile(rf"\b(?:in|of|during|since|throughout)\s+{_YEAR}\b", re.IGNORECASE)
-_NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "few": 3,
-           "couple": 2, "several": 4}
+_NUMBER = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "few": 3,
+    "couple": 2,
+    "several": 4,
+}
 _UNIT_DAYS = {"day": 1, "week": 7}
-_AGO = re.compile(r"\b(\d+|a|an|one|two|three|four|five|six|seven|few|couple|several)\s+(?:of\s+)?(day|week)s?\s+ago\b",
-                  re.IGNORECASE)
-_RELATIVE = re.compile(r"\b(yesterday|today|tonight|this morning|last night|(?:last|this|past) (?:week|weekend))\b",
-                       re.IGNORECASE)  # "last month", "last year": too wide to say which memories
+_AGO = re.compile(
+    r"\b(\d+|a|an|one|two|three|four|five|six|seven|few|couple|several)\s+(?:of\s+)?(day|week)s?\s+ago\b", re.IGNORECASE
+)
+_RELATIVE = re.compile(
+    r"\b(yesterday|today|tonight|this morning|last night|(?:last|this|past) (?:week|weekend))\b", re.IGNORECASE
+)  # "last month", "last year": too wide to say which memories
 
-_ASKS_WHEN = re.compile(r"^\W*(?:when|how long ago|how long has|how long did|what (?:year|month|day|date|time))\b|"
-                        r"\b(?:when did|when was|when is|when will|when does|what date|which (?:year|month|day))\b",
-                        re.IGNORECASE)
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:when|how long ago|how long has|how long did|what (?:year|month|day|date|time))\b|"
+    r"\b(?:when did|when was|when is|when will|when does|what date|which (?:year|month|day))\b",
+    re.IGNORECASE,
+)
 _SAYS_WHEN = re.compile(
     r"\b(?:yesterday|today|tonight|tomorrow|recently|ago|since|weekend|"
     r"(?:last|next|this|past|coming) (?:week|weekend|month|year|night|summer|winter|spring|fall|autumn|morning|"
@@ -49,7 +79,8 @@ _SAYS_WHEN = re.compile(
     r"\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:january|february|march|april|may|june|july|august|september|october|"
     r"november|december)|(?:january|february|march|april|june|july|august|september|october|november|december) "
     r"\d{1,2}(?:st|nd|rd|th)?|"
-    r"(?:19|20)\d\d|just (?:got|started|finished|joined|bought|went|moved|came|had|made|did))\b")  # of lowered text:
+    r"(?:19|20)\d\d|just (?:got|started|finished|joined|bought|went|moved|came|had|made|did))\b"
+)  # of lowered text:
 # matching case-sensitively is 2.7× faster than IGNORECASE (a "when …?" query reads it of every item it ranks)
 
 
@@ -76,7 +107,7 @@ def named_authors(text: str, authors) -> list[str]:
         return []
     found: dict[str, int] = {}
     for a in known:
-        if (m := re.search(rf"\b{re.escape(a)}\b", text, re.IGNORECASE)):
+        if m := re.search(rf"\b{re.escape(a)}\b", text, re.IGNORECASE):
             found[a] = m.start()
     return sorted(found, key=found.__getitem__)
 
@@ -94,13 +125,21 @@ def subjects(text: str, named: list[str]) -> list[str]:
     return named[:1]
 
 
-_SELF = re.compile(r"(?:\b(?:i|me|my|mine|myself|i['’](?:m|ve|d|ll))\b|(?<!\w)(?:я|меня|мне|мной|мой|моя|моё|мое|мои|"
-                   r"моего|моей|моих|себя)(?!\w)|私|僕|俺)", re.IGNORECASE)
+_SELF = re.compile(
+    r"(?:\b(?:i|me|my|mine|myself|i['’](?:m|ve|d|ll))\b|(?<!\w)(?:я|меня|мне|мной|мой|моя|моё|мое|мои|"
+    r"моего|моей|моих|себя)(?!\w)|私|僕|俺)",
+    re.IGNORECASE,
+)
 
 
-_ADDRESSEE = re.compile(r"(?:\b(?:you|your|yours|yourself|you['’](?:ve|d|ll|re))\b|(?<!\w)(?:ты|тебя|тебе|тобой|твой|твоя|"
-                        r"твоё|твое|твои|вы|вас|вам|вами|ваш|ваша|ваше|ваши)(?!\w)|あなた|君)", re.IGNORECASE)
-_REQUEST = re.compile(r"^\W*(?:(?:can|could|would|will)\s+you|please)\b", re.IGNORECASE)  # "can you tell me …": a request
+_ADDRESSEE = re.compile(
+    r"(?:\b(?:you|your|yours|yourself|you['’](?:ve|d|ll|re))\b|(?<!\w)(?:ты|тебя|тебе|тобой|твой|твоя|"
+    r"твоё|твое|твои|вы|вас|вам|вами|ваш|ваша|ваше|ваши)(?!\w)|あなた|君)",
+    re.IGNORECASE,
+)
+_REQUEST = re.compile(
+    r"^\W*(?:(?:can|could|would|will)\s+you|please)\b", re.IGNORECASE
+)  # "can you tell me …": a request
 
 
 def speaks_of_self(text: str) -> bool:
@@ -128,7 +167,7 @@ def _month(word: str) -> int:
 
 def _day(year: int, month: int, day: int) -> TimeRange | None:
     try:
-        start = datetime(year, month, day, tzinfo=timezone.utc)
+        start = datetime(year, month, day, tzinfo=UTC)
     except ValueError:  # "31 February"
         return None
     return TimeRange(start, start + timedelta(days=1))
@@ -140,12 +179,14 @@ def time_ranges(text: str, now: datetime) -> list[TimeRange]:
     found += [r for m, d, y in _MONTH_DAY_YEAR.findall(text) if (r := _day(int(y), _month(m), int(d)))]
     if not found:
         for m, y in _MONTH_YEAR.findall(text):
-            start = datetime(int(y), _month(m), 1, tzinfo=timezone.utc)
+            start = datetime(int(y), _month(m), 1, tzinfo=UTC)
             found.append(TimeRange(start, (start + timedelta(days=32)).replace(day=1), 0.5))
     if not found:
-        found += [TimeRange(datetime(int(y), 1, 1, tzinfo=timezone.utc), datetime(int(y) + 1, 1, 1, tzinfo=timezone.utc),
-                            0.25) for y in _IN_YEAR.findall(text)]
-    now = now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)
+        found += [
+            TimeRange(datetime(int(y), 1, 1, tzinfo=UTC), datetime(int(y) + 1, 1, 1, tzinfo=UTC), 0.25)
+            for y in _IN_YEAR.findall(text)
+        ]
+    now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     for phrase in _RELATIVE.findall(text):
         phrase = phrase.lower()
@@ -180,7 +221,9 @@ _CLAUSE = re.compile(r"\s*[,;:\u2014\u2013]\s+|\s+-\s+")
 _INTERROGATIVE = re.compile(
     r"^(?:what|how|why|when|where|which|who|whom|whose|is|are|was|were|am|do|does|did|can|could|would|will|should|"
     r"shall|may|might|must|have|has|had|isn['’]t|aren['’]t|don['’]t|doesn['’]t|didn['’]t|won['’]t|any|anything|or|"
-    r"что|как|почему|зачем|когда|где|куда|откуда|какой|какая|какое|какие|кто|чем|сколько|можно|ли)\b", re.IGNORECASE)
+    r"что|как|почему|зачем|когда|где|куда|откуда|какой|какая|какое|какие|кто|чем|сколько|можно|ли)\b",
+    re.IGNORECASE,
+)
 
 
 def asking_clause(sentence: str) -> str:

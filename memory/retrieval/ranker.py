@@ -9,11 +9,11 @@ memory/retrieval/query.py.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,8 @@ from memory.retrieval import query as reading
 from memory.retrieval.caches import Ranked, RetrievalCaches, timestamp
 from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.journal import WriteJournal
-from memory.retrieval.lexical import CorpusSample, Shape, idf, scores as bm25_scores, selective_terms
+from memory.retrieval.lexical import CorpusSample, Shape, idf, selective_terms
+from memory.retrieval.lexical import scores as bm25_scores
 from memory.retrieval.settings import RetrievalSettings
 from memory.retrieval.vector_store import VectorStore
 from memory.text import tokenize
@@ -70,6 +71,7 @@ class Hit:
 @dataclass
 class QueryReading:
     """What the ranker reads of a query once, however many candidates it ranks (Ranker._read)."""
+
     asked: set[str]  # the authors it asks about (their items get the author boost)
     rewrites: dict[str, str]  # a named author → the query in that author's first person
     dense_text: str  # the dense query of anyone else's items
@@ -85,6 +87,7 @@ class QueryReading:
 @dataclass
 class Fused:
     """One pass of candidates and their fused scores (Ranker._fuse)."""
+
     ranked: list[int]  # what the query may return, best first
     final: dict[int, float]
     parts: dict[int, dict[str, float]]
@@ -156,8 +159,15 @@ def stack(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return np.vstack(rows).astype(np.float32), starts
 
 
-def mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray], k: int, lam: float,
-        duplicate: float = 1.0, given: Sequence[int] = ()) -> list[int]:
+def mmr(
+    pool: list[int],
+    score: dict[int, float],
+    vectors: dict[int, np.ndarray],
+    k: int,
+    lam: float,
+    duplicate: float = 1.0,
+    given: Sequence[int] = (),
+) -> list[int]:
     """Maximal marginal relevance over min-max-scaled scores and whole-item cosine similarity; a candidate whose
     similarity to one already chosen is at least `duplicate` (a near-copy) is passed over whatever λ is. `given`:
     items chosen before (from an earlier page of the ranking): the up to `k` picked here are measured against them
@@ -170,8 +180,9 @@ def mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray]
     values = np.array([score[i] for i in pool])
     relevance = np.r_[np.zeros(len(given)), (values - values.min()) / (values.max() - values.min() + 1e-9)]
     dim = next(iter(vectors.values())).shape[1] if vectors else 1
-    matrix = np.vstack([vectors[i][0].astype(np.float32) if i in vectors else np.zeros(dim, dtype=np.float32)
-                        for i in items])
+    matrix = np.vstack(
+        [vectors[i][0].astype(np.float32) if i in vectors else np.zeros(dim, dtype=np.float32) for i in items]
+    )
     similarity = matrix @ matrix.T
     chosen: list[int] = list(range(len(given)))
     left = list(range(len(given), len(items)))
@@ -187,18 +198,25 @@ def mmr(pool: list[int], score: dict[int, float], vectors: dict[int, np.ndarray]
         best = left[int(np.argmax(lam * relevance[left] - (1 - lam) * redundancy))]
         chosen.append(best)
         left.remove(best)
-    return [items[i] for i in chosen[len(given):]]
+    return [items[i] for i in chosen[len(given) :]]
 
 
-def pick(ranked: list[int], score: dict[int, float], vectors: dict[int, np.ndarray], k: int, lam: float,
-         duplicate: float, page: int) -> list[int]:
+def pick(
+    ranked: list[int],
+    score: dict[int, float],
+    vectors: dict[int, np.ndarray],
+    k: int,
+    lam: float,
+    duplicate: float,
+    page: int,
+) -> list[int]:
     """MMR with the near-copy guard over the ranking's first `page` items; when the guard passes over so many that
     fewer than `k` are left, on through the next pages (each against everything chosen before), never a copy."""
     chosen = mmr(ranked[:page], score, vectors, k, lam, duplicate)
     for start in range(page, len(ranked), page):
         if len(chosen) >= k:
             break
-        chosen += mmr(ranked[start:start + page], score, vectors, k - len(chosen), lam, duplicate, given=chosen)
+        chosen += mmr(ranked[start : start + page], score, vectors, k - len(chosen), lam, duplicate, given=chosen)
     return chosen
 
 
@@ -217,8 +235,16 @@ def farthest_first(matrix: np.ndarray, k: int) -> list[int]:
 class Ranker:
     """Hybrid ranking of one query over the index's caches, vector store and write queue."""
 
-    def __init__(self, db: Database, config: RetrievalSettings, clock: Callable[[], datetime], *,
-                 caches: RetrievalCaches, store: VectorStore, journal: WriteJournal):
+    def __init__(
+        self,
+        db: Database,
+        config: RetrievalSettings,
+        clock: Callable[[], datetime],
+        *,
+        caches: RetrievalCaches,
+        store: VectorStore,
+        journal: WriteJournal,
+    ):
         self.db, self.config, self.clock = db, config, clock
         self.caches, self.store, self.journal = caches, store, journal
         self._blas: Any = None  # threadpoolctl's controller (`small_math`)
@@ -234,8 +260,12 @@ class Ranker:
         limited: AbstractContextManager[Any] = self._blas.limit(limits=1, user_api="blas")
         return limited
 
-    def dense_scores(self, stacked: tuple[np.ndarray, np.ndarray], qv: np.ndarray,
-                     chance: tuple[float, float, float, float] | None = None) -> np.ndarray:
+    def dense_scores(
+        self,
+        stacked: tuple[np.ndarray, np.ndarray],
+        qv: np.ndarray,
+        chance: tuple[float, float, float, float] | None = None,
+    ) -> np.ndarray:
         """Per item: w · its best vector's similarity + (1 − w) · its whole-item vector's similarity. With `chance`
         (the mean and spread of every vector's and of whole items' similarities to this query, over the corpus
         sample: `part_chance`), both in standard deviations above chance, the best one's less what the best of that
@@ -252,13 +282,15 @@ class Ranker:
         scores: np.ndarray = w * best + (1 - w) * whole
         return scores
 
-    def _sample_dense(self, qv: np.ndarray, repos: Repos) -> tuple[float, float, tuple[float, float, float, float] | None]:
+    def _sample_dense(
+        self, qv: np.ndarray, repos: Repos
+    ) -> tuple[float, float, tuple[float, float, float, float] | None]:
         """Mean and std of the sample's dense scores for this query (z-normalisation of dense scores), and with
         `part_chance` the chance levels `dense_scores` measures against."""
         caches = self.caches
         if caches.sample_matrix is None:
             everyone = caches.corpus.ids if caches.corpus else []
-            ids = everyone[::max(1, len(everyone) // DENSE_SAMPLE)][:DENSE_SAMPLE]  # spread over the (sorted) sample
+            ids = everyone[:: max(1, len(everyone) // DENSE_SAMPLE)][:DENSE_SAMPLE]  # spread over the (sorted) sample
             vectors = caches.vectors_of(repos, ids)
             if not vectors:
                 return 0.0, 0.0, None
@@ -283,13 +315,21 @@ class Ranker:
         cfg, caches = self.config, self.caches
         if not q.text.strip():
             return []
-        corpus = caches.corpus_sample(repos, cfg.sample_size, Shape(cfg.context_cap, cfg.passage_tokens, cfg.context_floor))
+        corpus = caches.corpus_sample(
+            repos, cfg.sample_size, Shape(cfg.context_cap, cfg.passage_tokens, cfg.context_floor)
+        )
         if not caches.documents:
             return []
         pool = widest = cfg.candidates * (3 if q.mode == "meditation" else 1)
         lexical: list[int] | None
         read, lexical = self._read(q, repos, embed, corpus, pool)
-        lam = q.mmr_lambda if q.mmr_lambda is not None else cfg.meditation_lambda if q.mode == "meditation" else cfg.mmr_lambda
+        lam = (
+            q.mmr_lambda
+            if q.mmr_lambda is not None
+            else cfg.meditation_lambda
+            if q.mode == "meditation"
+            else cfg.mmr_lambda
+        )
         duplicate = cfg.duplicate_similarity if q.distinct else 1.01
         widest *= DEEPEST
         while True:
@@ -301,11 +341,20 @@ class Ranker:
             pool *= DEEPER
             self.deeper_rounds += 1
         rows = repos.items.many(chosen)  # expire_on_commit=False: the rows stay readable after the unit
-        return [Hit(rows[i], round(fused.final[i], 4), {k: round(v, 4) for k, v in fused.parts[i].items()})
-                for i in chosen if i in rows]
+        return [
+            Hit(rows[i], round(fused.final[i], 4), {k: round(v, 4) for k, v in fused.parts[i].items()})
+            for i in chosen
+            if i in rows
+        ]
 
-    def _read(self, q: Query, repos: Repos, embed: Callable[[list[str]], Callable[[], np.ndarray]],
-              corpus: CorpusSample, pool: int) -> tuple[QueryReading, list[int]]:
+    def _read(
+        self,
+        q: Query,
+        repos: Repos,
+        embed: Callable[[list[str]], Callable[[], np.ndarray]],
+        corpus: CorpusSample,
+        pool: int,
+    ) -> tuple[QueryReading, list[int]]:
         """What the query says, read once however many candidates are ranked: authors, periods, BM25 weights and
         the dense queries' vectors; and the first `pool` lexical candidates, read while the vectors are made."""
         caches = self.caches
@@ -341,11 +390,28 @@ class Ranker:
                 held[term] = max(count, round(corpus.holding(term) / len(corpus) * documents))
         weights = {t: idf(max(documents, 1), min(c, documents)) for t, c in held.items() if c}
         lexical = repos.items.lexical.candidates(selective_terms(held, self.config.lexical_postings), pool)
-        return QueryReading(asked, rewrites, dense_text, dense_texts, now, periods, reading.asks_when(q.text), held,
-                            weights, query_vectors()), lexical
+        return QueryReading(
+            asked,
+            rewrites,
+            dense_text,
+            dense_texts,
+            now,
+            periods,
+            reading.asks_when(q.text),
+            held,
+            weights,
+            query_vectors(),
+        ), lexical
 
-    def _fuse(self, q: Query, repos: Repos, read: QueryReading, corpus: CorpusSample, pool: int,
-              lexical: list[int] | None = None) -> Fused:
+    def _fuse(
+        self,
+        q: Query,
+        repos: Repos,
+        read: QueryReading,
+        corpus: CorpusSample,
+        pool: int,
+        lexical: list[int] | None = None,
+    ) -> Fused:
         """Up to `pool` candidates from each engine (the lexical ones read already, or else now), their
         neighbours, and the fused ranking of what the query may return."""
         cfg, caches = self.config, self.caches
@@ -368,28 +434,42 @@ class Ranker:
         if q.happened_until:
             where.append({"happened": {"$lte": timestamp(q.happened_until)}})
         # Chroma answers with what it has when it holds fewer records (its count() costs a scan: ~170 ms at 45k)
-        got = self.store.nearest(list(read.query_vectors), pool,
-                                 (where[0] if len(where) == 1 else {"$and": where}) if where else None)  # ids = item ids
+        got = self.store.nearest(
+            list(read.query_vectors), pool, (where[0] if len(where) == 1 else {"$and": where}) if where else None
+        )  # ids = item ids
         truncated = truncated or any(len(records) >= pool for records in got["ids"])
-        dense_items = list(dict.fromkeys([int(record) for records in got["ids"] for record in records]
-                                         + self.journal.queued()))
+        dense_items = list(
+            dict.fromkeys([int(record) for records in got["ids"] for record in records] + self.journal.queued())
+        )
 
         focus = bool(q.tags or q.emotions)
         meta = caches.ranking_meta(repos, list(dict.fromkeys(lexical + dense_items)), focus)
         lexical = [i for i in lexical if allowed(meta.get(i), q)]
         dense_items = [i for i in dense_items if allowed(meta.get(i), q)]
         candidates = list(dict.fromkeys(lexical + dense_items))
-        positions = {(m.episode, m.seq + step) for i in candidates if (m := meta[i]).episode is not None
-                     and m.seq is not None for step in (-1, 1)}
+        positions = {
+            (m.episode, m.seq + step)
+            for i in candidates
+            if (m := meta[i]).episode is not None and m.seq is not None
+            for step in (-1, 1)
+        }
         at = caches.items_at(repos, positions)
         meta.update(caches.ranking_meta(repos, [i for i in dict.fromkeys(at.values()) if i not in meta], focus))
         # (an item outside an episode has no neighbours: `before.get` and `after.get` find none for it)
-        before = {i: at.get((m.episode, m.seq - 1)) for i in candidates
-                  if (m := meta[i]).episode is not None and m.seq is not None}
-        after = {i: at.get((m.episode, m.seq + 1)) for i in candidates
-                 if (m := meta[i]).episode is not None and m.seq is not None}
-        neighbours = {i: [n for n in (before.get(i), after.get(i)) if n is not None and allowed(meta.get(n), q)]
-                      for i in candidates}
+        before = {
+            i: at.get((m.episode, m.seq - 1))
+            for i in candidates
+            if (m := meta[i]).episode is not None and m.seq is not None
+        }
+        after = {
+            i: at.get((m.episode, m.seq + 1))
+            for i in candidates
+            if (m := meta[i]).episode is not None and m.seq is not None
+        }
+        neighbours = {
+            i: [n for n in (before.get(i), after.get(i)) if n is not None and allowed(meta.get(n), q)]
+            for i in candidates
+        }
         scored = set(candidates) | {n for ns in neighbours.values() for n in ns}
 
         bm25 = bm25_scores(caches.documents_for(repos, scored), read.weights, corpus.average_length, corpus.shape)
@@ -400,8 +480,13 @@ class Ranker:
             mine = [i for i in vectors if read.rewrites.get(meta[i].author, read.dense_text) == text]
             if mine:
                 d_mean, d_std, chance = self._sample_dense(read.query_vectors[n], repos)
-                zdense.update((i, z_score(v, d_mean, d_std)) for i, v in zip(
-                    mine, self.dense_scores(stack([vectors[i] for i in mine]), read.query_vectors[n], chance).tolist()))
+                zdense.update(
+                    (i, z_score(v, d_mean, d_std))
+                    for i, v in zip(
+                        mine,
+                        self.dense_scores(stack([vectors[i] for i in mine]), read.query_vectors[n], chance).tolist(),
+                    )
+                )
 
         now_ts = timestamp(read.now)
         base: dict[int, float] = {}
@@ -420,14 +505,28 @@ class Ranker:
             recency = cfg.recency_weight * math.pow(0.5, age_days / half_life)
             importance = cfg.importance_weight * (m.importance - 0.5) * 2
             says_when = cfg.when_boost if when and m.says_when() else 0.0
-            period = cfg.period_boost * max((w for start, end, w in read.periods
-                                             if start <= m.created < end or start <= m.happened < end), default=0.0)
+            period = cfg.period_boost * max(
+                (w for start, end, w in read.periods if start <= m.created < end or start <= m.happened < end),
+                default=0.0,
+            )
             asking_part = -cfg.question_penalty * asking if asking else 0.0
             superseded = -cfg.superseded_penalty if m.status == "superseded" else 0.0
-            base[item_id] = (1 - dense_weight) * zb + dense_weight * zd + (
-                author + recency + importance + says_when + period + asking_part + superseded)
-            parts[item_id] = {"bm25": zb, "dense": zd, "author": author, "recency": recency, "importance": importance,
-                              "when": says_when, "period": period, "asks": asking_part, "superseded": superseded}
+            base[item_id] = (
+                (1 - dense_weight) * zb
+                + dense_weight * zd
+                + (author + recency + importance + says_when + period + asking_part + superseded)
+            )
+            parts[item_id] = {
+                "bm25": zb,
+                "dense": zd,
+                "author": author,
+                "recency": recency,
+                "importance": importance,
+                "when": says_when,
+                "period": period,
+                "asks": asking_part,
+                "superseded": superseded,
+            }
         final: dict[int, float] = {}
         for item_id in candidates:
             around = [base[n] for n in neighbours[item_id] if n in base]
@@ -438,9 +537,13 @@ class Ranker:
                 answers *= balance(len(meta[question].text), len(meta[item_id].text))
             parts[item_id]["neighbours"], parts[item_id]["answers"] = bonus, answers
             final[item_id] = base[item_id] + bonus + answers
-        ranked = [i for i in sorted(final, key=final.__getitem__, reverse=True)
-                  if i not in q.exclude and (q.mode != "concentration" or matches_focus(meta[i], q))
-                  and (q.mode == "concentration" or not (q.tags or q.emotions) or matches_focus(meta[i], q))]
+        ranked = [
+            i
+            for i in sorted(final, key=final.__getitem__, reverse=True)
+            if i not in q.exclude
+            and (q.mode != "concentration" or matches_focus(meta[i], q))
+            and (q.mode == "concentration" or not (q.tags or q.emotions) or matches_focus(meta[i], q))
+        ]
         return Fused(ranked, final, parts, vectors, truncated)
 
     def _read_ahead(self, q: Query, repos: Repos, read: QueryReading, lexical: list[int]) -> None:
@@ -453,7 +556,9 @@ class Ranker:
         for vector in read.query_vectors:
             self._sample_dense(vector, repos)
 
-    def closest_older(self, item_ids: Sequence[int], n_results: int, per_item: int) -> dict[int, list[tuple[float, int]]]:
+    def closest_older(
+        self, item_ids: Sequence[int], n_results: int, per_item: int
+    ) -> dict[int, list[tuple[float, int]]]:
         """For each item: up to `per_item` older (smaller id) active items closest to its whole-item vector, as
         (cosine similarity of their whole-item vectors, their id), best first (the comparison runs in Chroma)."""
         with self.db.unit() as repos:
@@ -462,14 +567,17 @@ class Ranker:
         found: dict[int, list[tuple[float, int]]] = {}
         n = max(1, min(n_results, self.store.record_count()))
         for start in range(0, len(ids), 100):
-            batch = ids[start:start + 100]
+            batch = ids[start : start + 100]
             got = self.store.nearest([vectors[i][0].astype(np.float32) for i in batch], n)
             others = {int(r) for records in got["ids"] for r in records}
             with self.db.reading() as repos:
                 status = {i: row.status for i, row in repos.items.ranking_rows(others).items()}
             for item_id, records, distances in zip(batch, got["ids"], got["distances"] or []):
-                older = [(float(1 - distance), int(record)) for record, distance in zip(records, distances)
-                         if int(record) < item_id and status.get(int(record)) == "active"]
+                older = [
+                    (float(1 - distance), int(record))
+                    for record, distance in zip(records, distances)
+                    if int(record) < item_id and status.get(int(record)) == "active"
+                ]
                 found[item_id] = sorted(older, reverse=True)[:per_item]
         return found
 

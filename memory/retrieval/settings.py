@@ -21,7 +21,9 @@ class RetrievalSettings(BaseModel):
     part_chance: bool = True
     author_boost: float = Field(default=1.0, ge=0)
     neighbour_weight: float = Field(default=0.2, ge=0)
-    answer_weight: float = Field(default=0.3, ge=0)  # a reply inherits this share of the score of the question it answers
+    answer_weight: float = Field(
+        default=0.3, ge=0
+    )  # a reply inherits this share of the score of the question it answers
     # … times the question's length over the reply's when the reply is longer (ranker.balance; off: whatever their
     # lengths)
     answer_balance: bool = True
@@ -29,7 +31,9 @@ class RetrievalSettings(BaseModel):
     # that ask (a turn that also states something is partly evidence: in a project chat the human's questions are)
     question_penalty: float = Field(default=0.6, ge=0)
     when_boost: float = Field(default=1.0, ge=0)  # "when …?" queries: items that say when (a time expression)
-    period_boost: float = Field(default=0.5, ge=0)  # a query naming a day, month, year or "last week": items written then
+    period_boost: float = Field(
+        default=0.5, ge=0
+    )  # a query naming a day, month, year or "last week": items written then
     recency_weight: float = Field(default=0.1, ge=0)
     recency_half_life_days: float = Field(default=30.0, gt=0)
     importance_weight: float = Field(default=0.2, ge=0)

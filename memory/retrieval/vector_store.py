@@ -55,9 +55,15 @@ def _server(url: str) -> dict[str, Any]:
 def _admin(where: dict[str, Any]) -> AdminAPI:
     import chromadb
 
-    return chromadb.AdminClient(chromadb.Settings(
-        anonymized_telemetry=False, chroma_api_impl="chromadb.api.fastapi.FastAPI", chroma_server_host=where["host"],
-        chroma_server_http_port=where["port"], chroma_server_ssl_enabled=where["ssl"]))
+    return chromadb.AdminClient(
+        chromadb.Settings(
+            anonymized_telemetry=False,
+            chroma_api_impl="chromadb.api.fastapi.FastAPI",
+            chroma_server_host=where["host"],
+            chroma_server_http_port=where["port"],
+            chroma_server_ssl_enabled=where["ssl"],
+        )
+    )
 
 
 def chroma_server_client(url: str, database: str | None, settings: ChromaSettings) -> ClientAPI:
@@ -105,8 +111,15 @@ class VectorStore:
     """One persona's Chroma collection: opened on first use, queried for nearest whole-item vectors, written in
     batches with the journal position they bring it to."""
 
-    def __init__(self, embedder: Embedder, lock: threading.RLock, *, path: str | Path | None = None,
-                 url: str | None = None, database: str | None = None):
+    def __init__(
+        self,
+        embedder: Embedder,
+        lock: threading.RLock,
+        *,
+        path: str | Path | None = None,
+        url: str | None = None,
+        database: str | None = None,
+    ):
         self.embedder, self._lock = embedder, lock
         self.path, self.url = path, url
         self.database = database  # a deployment's persona: its own database on the Chroma server
@@ -136,12 +149,16 @@ class VectorStore:
             name = self.collection_name()
             self._drop_old_layout(client)
             self._collection = client.get_or_create_collection(
-                name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}},
-                metadata={"journal": 0, "embedder": self.embedder.name})
+                name,
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"journal": 0, "embedder": self.embedder.name},
+            )
             # not a daemon: the interpreter's exit waits for it (a bounded read) instead of finalizing under a
             # thread inside Chroma's native code (measured: a Ctrl-C during the first tick then ended in SIGSEGV)
-            self._loading = threading.Thread(target=self._load_index, args=(self._collection,),
-                                             name="vector-index-load")
+            self._loading = threading.Thread(
+                target=self._load_index, args=(self._collection,), name="vector-index-load"
+            )
             self._loading.start()
         return self._collection
 
@@ -188,8 +205,11 @@ class VectorStore:
                     client.delete_collection(name)
                 except (NotFoundError, ValueError):  # another process dropped it first
                     continue
-                log.warning("memory index: vectors now have one record per memory (%s dropped); every memory is "
-                            "embedded again once", name)
+                log.warning(
+                    "memory index: vectors now have one record per memory (%s dropped); every memory is "
+                    "embedded again once",
+                    name,
+                )
 
     def record_count(self) -> int:
         if self._records is None:
@@ -206,19 +226,27 @@ class VectorStore:
         self.loaded()
         return collection.query(query_embeddings=list(vectors), n_results=n, where=where, include=["distances"])
 
-    def write(self, upserts: list[tuple[str, np.ndarray, dict[str, Any]]], updates: list[tuple[str, dict[str, Any]]],
-              deletes: list[str], position: int) -> None:
+    def write(
+        self,
+        upserts: list[tuple[str, np.ndarray, dict[str, Any]]],
+        updates: list[tuple[str, dict[str, Any]]],
+        deletes: list[str],
+        position: int,
+    ) -> None:
         """Delete, upsert (vector and metadata), update (metadata only), then move the journal position."""
         collection = self.collection
         self.loaded()
         for start in range(0, len(deletes), WRITE_CHUNK):
-            collection.delete(ids=deletes[start:start + WRITE_CHUNK])
+            collection.delete(ids=deletes[start : start + WRITE_CHUNK])
         for start in range(0, len(upserts), WRITE_CHUNK):
-            chunk = upserts[start:start + WRITE_CHUNK]
-            collection.upsert(ids=[r for r, _, _ in chunk], embeddings=np.stack([v for _, v, _ in chunk]),
-                              metadatas=[m for _, _, m in chunk])
+            chunk = upserts[start : start + WRITE_CHUNK]
+            collection.upsert(
+                ids=[r for r, _, _ in chunk],
+                embeddings=np.stack([v for _, v, _ in chunk]),
+                metadatas=[m for _, _, m in chunk],
+            )
         for start in range(0, len(updates), WRITE_CHUNK):
-            part = updates[start:start + WRITE_CHUNK]
+            part = updates[start : start + WRITE_CHUNK]
             collection.update(ids=[r for r, _ in part], metadatas=[m for _, m in part])
         collection.modify(metadata={"journal": position, "embedder": self.embedder.name})
         self._records = None

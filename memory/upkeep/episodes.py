@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import i18n
 from memory.models import Episode, MemoryItem
-from memory.upkeep.prompts import EPISODE_PROMPT, EPISODE_SCHEMA
 from memory.repositories import Repos
+from memory.upkeep.prompts import EPISODE_PROMPT, EPISODE_SCHEMA
 
 Generate = Callable[[str, dict[str, Any]], dict[str, Any]]  # (prompt, json schema) -> the model's JSON object
 DAY_TIERS = ("message", "diary", "abstract", "llm_memory")
@@ -55,12 +55,14 @@ def zone_of(name: str | None) -> tzinfo:
             return ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"timezone {name!r} is not a known IANA zone") from exc
-    return datetime.now().astimezone().tzinfo or timezone.utc
+    return datetime.now().astimezone().tzinfo or UTC
 
 
 def _bounds(period: Period, zone: tzinfo) -> tuple[datetime, datetime]:
-    return (datetime.combine(period.start, time(), zone).astimezone(timezone.utc),
-            datetime.combine(period.end, time(), zone).astimezone(timezone.utc))
+    return (
+        datetime.combine(period.start, time(), zone).astimezone(UTC),
+        datetime.combine(period.end, time(), zone).astimezone(UTC),
+    )
 
 
 def next_due(repos: Repos, today: date, zone: tzinfo, backfill_days: int = 7) -> Period | None:
@@ -68,7 +70,8 @@ def next_due(repos: Repos, today: date, zone: tzinfo, backfill_days: int = 7) ->
     for back in range(backfill_days, 0, -1):
         day = Period("day", today - timedelta(days=back))
         if repos.episodes.get("day", day.start.isoformat()) is None and repos.items.any_written_between(
-                DAY_TIERS, *_bounds(day, zone)):
+            DAY_TIERS, *_bounds(day, zone)
+        ):
             return day
     this_week = today - timedelta(days=today.weekday())
     for back in (4, 3, 2, 1):
@@ -94,7 +97,7 @@ def _sample(items: list[MemoryItem], limit: int) -> list[MemoryItem]:
     """Abstracts first, then an even spread of the rest, in time order."""
     if len(items) <= limit:
         return items
-    abstracts = [i for i in items if i.tier == "abstract"][:limit // 3]
+    abstracts = [i for i in items if i.tier == "abstract"][: limit // 3]
     rest = [i for i in items if i.tier != "abstract"]
     room = limit - len(abstracts)
     step = len(rest) / room
@@ -102,16 +105,20 @@ def _sample(items: list[MemoryItem], limit: int) -> list[MemoryItem]:
     return [i for i in items if id(i) in chosen]
 
 
-def build_episode(repos: Repos, period: Period, zone: tzinfo, generate: Generate, persona_name: str,
-                  language: str = "en") -> Episode | None:
+def build_episode(
+    repos: Repos, period: Period, zone: tzinfo, generate: Generate, persona_name: str, language: str = "en"
+) -> Episode | None:
     """Summarise one period into its Episode row (updated if it exists). None when it has nothing to tell."""
     if period.kind == "day":
         items = repos.items.written_between(DAY_TIERS, *_bounds(period, zone))
         if not items:
             return None
         chosen = _sample(items, MAX_DAY_ITEMS)
-        lines = [f"- {i.created_at.astimezone(zone):%H:%M} [{i.tier}] {i.author + ': ' if i.author else ''}"
-                 f"{i.text[:ITEM_CHARS]}" for i in chosen]
+        lines = [
+            f"- {i.created_at.astimezone(zone):%H:%M} [{i.tier}] {i.author + ': ' if i.author else ''}"
+            f"{i.text[:ITEM_CHARS]}"
+            for i in chosen
+        ]
         sources = [f"{i.tier}:{i.ref}" for i in items]
     else:
         days = _days_in(repos, period)
@@ -120,12 +127,17 @@ def build_episode(repos: Repos, period: Period, zone: tzinfo, generate: Generate
         cap = ROLLUP_CHARS[period.kind]
         lines = [f"- {d.start}: {d.summary[:cap]}" for d in days]
         sources = [f"day:{d.start}" for d in days]
-    data = generate(i18n.text(EPISODE_PROMPT, language).format(name=persona_name, period_text=period.describe(), items="\n".join(lines)),
-                    EPISODE_SCHEMA)
+    data = generate(
+        i18n.text(EPISODE_PROMPT, language).format(
+            name=persona_name, period_text=period.describe(), items="\n".join(lines)
+        ),
+        EPISODE_SCHEMA,
+    )
     summary = str(data.get("summary") or "").strip()
     if not summary:  # the model gave nothing usable: keep the period's own words
         summary = " / ".join(line[2:][:160] for line in lines[:5])
     events = [str(e).strip() for e in data.get("key_events") or [] if str(e).strip()][:5]
     tone = str(data.get("emotional_tone") or "neutral").strip().lower() or "neutral"
-    return repos.episodes.upsert(period.kind, period.start.isoformat(), summary, key_events=events,
-                                 emotional_tone=tone, sources=sources)
+    return repos.episodes.upsert(
+        period.kind, period.start.isoformat(), summary, key_events=events, emotional_tone=tone, sources=sources
+    )

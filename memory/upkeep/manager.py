@@ -34,8 +34,8 @@ from typing import Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory.models import MemoryItem
 from memory.clock import utcnow
+from memory.models import MemoryItem
 from memory.repositories import Repos
 from memory.text import tokenize
 
@@ -64,18 +64,26 @@ class ManagerSettings(BaseModel):
     similarity_floor: float = Field(0.6, ge=0, le=1)
     max_per_pass: int = Field(200, ge=1)
 
-    def effective(self) -> "ManagerSettings":
+    def effective(self) -> ManagerSettings:
         """The parameters after the mode has shaped them (a copy: the shaped values may exceed the bounds a
         person may set, e.g. lenient pruning doubles the LRU limit)."""
         if self.mode == "aggressive_pruning":
-            shaped = {"novelty_threshold": min(0.9, self.novelty_threshold * 1.5),
-                      "lru_limit": max(1, self.lru_limit // 2), "emotion_weight": self.emotion_weight / 2}
+            shaped = {
+                "novelty_threshold": min(0.9, self.novelty_threshold * 1.5),
+                "lru_limit": max(1, self.lru_limit // 2),
+                "emotion_weight": self.emotion_weight / 2,
+            }
         elif self.mode == "lenient_pruning":
-            shaped = {"novelty_threshold": self.novelty_threshold / 2, "lru_limit": self.lru_limit * 2,
-                      "emotion_weight": min(1.0, self.emotion_weight * 1.5)}
+            shaped = {
+                "novelty_threshold": self.novelty_threshold / 2,
+                "lru_limit": self.lru_limit * 2,
+                "emotion_weight": min(1.0, self.emotion_weight * 1.5),
+            }
         elif self.mode == "meditation":
-            shaped = {"novelty_threshold": min(0.9, self.novelty_threshold * (1 + 0.5 * self.diversity_boost)),
-                      "goal_focus": 0.0}
+            shaped = {
+                "novelty_threshold": min(0.9, self.novelty_threshold * (1 + 0.5 * self.diversity_boost)),
+                "goal_focus": 0.0,
+            }
         elif self.mode == "concentration":
             shaped = {}
         else:
@@ -108,8 +116,9 @@ class PassReport:
         for d in self.archived:
             by_policy[d.policy] = by_policy.get(d.policy, 0) + 1
         parts = ", ".join(f"{n} by {p}" for p, n in sorted(by_policy.items())) or "none"
-        return (f"assessed {self.assessed}; archived {len(self.archived)} ({parts}); kept {kept} by emotion or goal"
-                + ("; restore with memory.restore {tier, ref}" if self.archived else ""))
+        return f"assessed {self.assessed}; archived {len(self.archived)} ({parts}); kept {kept} by emotion or goal" + (
+            "; restore with memory.restore {tier, ref}" if self.archived else ""
+        )
 
 
 def set_memory_status(repos: Repos, tier: str, ref: str | int, status: str, now: datetime | None = None) -> bool:
@@ -165,8 +174,12 @@ def assess(repos: Repos, index: Neighbours | None, *, upto_id: int, limit: int, 
                 redundancy, similar, similarity = repeated, other, sim
         stored = item.novelty if item.novelty is not None else 1.0
         item.novelty = round(max(0.0, min(stored, 1.0 - redundancy, information(item.text))), 4)
-        item.meta = {**(item.meta or {}), "similar_to": similar, "similarity": round(similarity, 4),
-                     "redundancy": round(redundancy, 4)}
+        item.meta = {
+            **(item.meta or {}),
+            "similar_to": similar,
+            "similarity": round(similarity, 4),
+            "redundancy": round(redundancy, 4),
+        }
     repos.config.memory_manager_cursor = batch[-1].id if len(batch) == limit else max(cursor, upto_id)
     return batch
 
@@ -197,17 +210,29 @@ def prune_by_novelty(repos: Repos, cfg: ManagerSettings, report: PassReport, goa
         novelty = item.novelty
         if novelty is None:  # (novelty_below reads judged items only)
             continue
-        why = (f"novelty {item.novelty:.2f} (closest: {_label(repos, similar)}, similarity "
-               f"{(item.meta or {}).get('similarity', 0):.2f}, redundancy {(item.meta or {}).get('redundancy', 0):.2f}; "
-               f"information {information(item.text):.2f})")
+        why = (
+            f"novelty {item.novelty:.2f} (closest: {_label(repos, similar)}, similarity "
+            f"{(item.meta or {}).get('similarity', 0):.2f}, redundancy {(item.meta or {}).get('redundancy', 0):.2f}; "
+            f"information {information(item.text):.2f})"
+        )
         if novelty < bar:
             set_memory_status(repos, item.tier, item.ref, "archived")
-            report.decisions.append(Decision(item.id, item.tier, item.ref, "archived", "novelty", f"{why} < bar {bar:.2f}"))
+            report.decisions.append(
+                Decision(item.id, item.tier, item.ref, "archived", "novelty", f"{why} < bar {bar:.2f}")
+            )
         elif novelty < base and (item.meta or {}).get("kept_at_bar") != round(bar, 4):
             cause = "goal-related" if related and cfg.goal_focus else f"emotion {item.emotion_score:.2f}"
             item.meta = {**(item.meta or {}), "kept_at_bar": round(bar, 4)}  # logged once per bar, not every pass
-            report.decisions.append(Decision(item.id, item.tier, item.ref, "kept", "novelty",
-                                             f"{why} under the threshold {base:.2f}, but {cause} lowers its bar to {bar:.2f}"))
+            report.decisions.append(
+                Decision(
+                    item.id,
+                    item.tier,
+                    item.ref,
+                    "kept",
+                    "novelty",
+                    f"{why} under the threshold {base:.2f}, but {cause} lowers its bar to {bar:.2f}",
+                )
+            )
 
 
 def _timestamp(value: datetime | None) -> float:
@@ -221,7 +246,9 @@ def prune_by_lru(repos: Repos, cfg: ManagerSettings, report: PassReport, goal: t
         if excess <= 0:
             continue
         rows = repos.items.active_unpinned(tier)
-        last_use = {r.id: max(_timestamp(r.last_accessed_at), _timestamp(r.updated_at), _timestamp(r.created_at)) for r in rows}
+        last_use = {
+            r.id: max(_timestamp(r.last_accessed_at), _timestamp(r.updated_at), _timestamp(r.created_at)) for r in rows
+        }
         span = max(last_use.values()) - min(last_use.values()) or 1.0
         life: dict[int, float] = {}
         for r in rows:
@@ -234,9 +261,17 @@ def prune_by_lru(repos: Repos, cfg: ManagerSettings, report: PassReport, goal: t
             item = by_id[item_id]
             used = datetime.fromtimestamp(last_use[item_id]).strftime("%Y-%m-%d %H:%M")
             set_memory_status(repos, item.tier, item.ref, "archived")
-            report.decisions.append(Decision(item.id, tier, item.ref, "archived", "lru",
-                                             f"{count} active {tier} entries > limit {cfg.lru_limit}; last used {used}, "
-                                             f"used {item.access_count} times"))
+            report.decisions.append(
+                Decision(
+                    item.id,
+                    tier,
+                    item.ref,
+                    "archived",
+                    "lru",
+                    f"{count} active {tier} entries > limit {cfg.lru_limit}; last used {used}, "
+                    f"used {item.access_count} times",
+                )
+            )
 
 
 # `index`: Neighbours or None; Any while the tick holds it as a RecallIndex, which does not declare `closest_older`
@@ -245,18 +280,37 @@ def run_pass(repos: Repos, index: Any, cfg: ManagerSettings, *, thread_id: str |
     effective = cfg.effective()
     report = PassReport()
     newest = repos.items.newest_id()
-    report.assessed = len(assess(repos, index, upto_id=newest - effective.grace_items, limit=effective.max_per_pass * 5,
-                                 floor=effective.similarity_floor))
+    report.assessed = len(
+        assess(
+            repos,
+            index,
+            upto_id=newest - effective.grace_items,
+            limit=effective.max_per_pass * 5,
+            floor=effective.similarity_floor,
+        )
+    )
     goal = _goal_words(repos) if effective.goal_focus else (set(), set())
     prune_by_novelty(repos, effective, report, goal)
     prune_by_lru(repos, effective, report, goal)
     if effective.log_decisions:
         for d in report.decisions:
-            repos.processes.add("memory.upkeep.manager", f"{d.action} {d.tier} {d.ref} ({d.policy}): {d.reason}",
-                                status="close", thread_id=thread_id, tags=["memory", d.policy, d.action])
-    settings = (f"mode {effective.mode}: novelty bar {effective.novelty_threshold:.2f}, LRU limit {effective.lru_limit}, "
-                f"emotion weight {effective.emotion_weight:.2f}, goal focus {effective.goal_focus:.2f}")
+            repos.processes.add(
+                "memory.upkeep.manager",
+                f"{d.action} {d.tier} {d.ref} ({d.policy}): {d.reason}",
+                status="close",
+                thread_id=thread_id,
+                tags=["memory", d.policy, d.action],
+            )
+    settings = (
+        f"mode {effective.mode}: novelty bar {effective.novelty_threshold:.2f}, LRU limit {effective.lru_limit}, "
+        f"emotion weight {effective.emotion_weight:.2f}, goal focus {effective.goal_focus:.2f}"
+    )
     if report.decisions or report.assessed:
-        repos.processes.add("memory.upkeep.manager", f"{report.summary()} [{settings}]", status="ok" if report.archived else "close",
-                            thread_id=thread_id, tags=["memory"])
+        repos.processes.add(
+            "memory.upkeep.manager",
+            f"{report.summary()} [{settings}]",
+            status="ok" if report.archived else "close",
+            thread_id=thread_id,
+            tags=["memory"],
+        )
     return report

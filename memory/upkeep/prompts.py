@@ -17,7 +17,12 @@ ABSTRACT_SCHEMA = {
     "properties": {
         "title": {"type": "string", "maxLength": 80},
         "summary": {"type": "string", "maxLength": 900},
-        "tags": {"type": "array", "minItems": 1, "maxItems": 5, "items": {"type": "string", "pattern": "^[a-z0-9_-]{2,24}$"}},
+        "tags": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 5,
+            "items": {"type": "string", "pattern": "^[a-z0-9_-]{2,24}$"},
+        },
     },
     "required": ["title", "summary", "tags"],
 }

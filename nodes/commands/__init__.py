@@ -49,11 +49,35 @@ from nodes.commands.spec import (
 )
 
 FAMILIES: tuple[Family, ...] = (
-    help.FAMILY, messages.FAMILY, notes.FAMILY, identity.FAMILY, llm_memory.FAMILY, diary.FAMILY, concepts.FAMILY,
-    goals.FAMILY, memory.FAMILY, facts.FAMILY, abstracts.FAMILY, tags.FAMILY, cycle.FAMILY, stelis.FAMILY,
-    config.FAMILY, mcp.FAMILY, world.FAMILY, process.FAMILY,
-    llm_registry.FAMILY, skills.FAMILY, strategies.FAMILY, spawn.FAMILY,
-    catalogues.FAMILY, mesh.FAMILY, mesh.REPUTATION, agents.FAMILY, users.FAMILY, thoughts.FAMILY, tools.FAMILY,
+    help.FAMILY,
+    messages.FAMILY,
+    notes.FAMILY,
+    identity.FAMILY,
+    llm_memory.FAMILY,
+    diary.FAMILY,
+    concepts.FAMILY,
+    goals.FAMILY,
+    memory.FAMILY,
+    facts.FAMILY,
+    abstracts.FAMILY,
+    tags.FAMILY,
+    cycle.FAMILY,
+    stelis.FAMILY,
+    config.FAMILY,
+    mcp.FAMILY,
+    world.FAMILY,
+    process.FAMILY,
+    llm_registry.FAMILY,
+    skills.FAMILY,
+    strategies.FAMILY,
+    spawn.FAMILY,
+    catalogues.FAMILY,
+    mesh.FAMILY,
+    mesh.REPUTATION,
+    agents.FAMILY,
+    users.FAMILY,
+    thoughts.FAMILY,
+    tools.FAMILY,
 )
 
 
@@ -98,9 +122,11 @@ class Registry:
             key = (form, tuple(spec.off_because(settings) for spec in self._conditional))
             text = self._guides.get(key)
             if text is None:
-                text = self._guides[key] = (self._family_guide(settings, essential_only=form == "essential")
-                                            if form in ("compact", "essential") else
-                                            self._full_guide(settings, form == "brief"))
+                text = self._guides[key] = (
+                    self._family_guide(settings, essential_only=form == "essential")
+                    if form in ("compact", "essential")
+                    else self._full_guide(settings, form == "brief")
+                )
             return text
         only = self.aliases.get(only.strip().lower(), only.strip().lower())
         lines_ = [f"- {spec.help()}" for t, spec in sorted(self.specs.items()) if t == only or t.startswith(f"{only}.")]
@@ -153,13 +179,41 @@ ESSENTIAL = frozenset({"messages.send", "help.show", "memory.search", "diary.add
 GUIDE_FORMS = ("full", "brief", "compact", "essential")
 # the commands a small window's guide names for each family (the compact form): what the default persona's files
 # and skills ask for (AGENTS.md, journaling, research) and each family's everyday verb; help.show gives the rest
-MOST_USED = frozenset({
-    "notes.add", "core.update", "notepad.update", "llm_memory.add", "diary.search", "concepts.add", "goals.add",
-    "tasks.add", "tasks.update", "memory.archive", "facts.verify", "abstracts.read", "tags.stats", "cycle.pause",
-    "stelis.start", "stelis.end", "config.read", "mcp.call", "search.web", "feeds.fetch", "scripts.add",
-    "process.start", "llm_task.ask", "skills.read", "stagnation_strategies.list", "persona.spawn",
-    "agent_tables.add", "mesh.send", "reputation.show", "agents.list", "users.info",
-})
+MOST_USED = frozenset(
+    {
+        "notes.add",
+        "core.update",
+        "notepad.update",
+        "llm_memory.add",
+        "diary.search",
+        "concepts.add",
+        "goals.add",
+        "tasks.add",
+        "tasks.update",
+        "memory.archive",
+        "facts.verify",
+        "abstracts.read",
+        "tags.stats",
+        "cycle.pause",
+        "stelis.start",
+        "stelis.end",
+        "config.read",
+        "mcp.call",
+        "search.web",
+        "feeds.fetch",
+        "scripts.add",
+        "process.start",
+        "llm_task.ask",
+        "skills.read",
+        "stagnation_strategies.list",
+        "persona.spawn",
+        "agent_tables.add",
+        "mesh.send",
+        "reputation.show",
+        "agents.list",
+        "users.info",
+    }
+)
 
 
 @cache
@@ -167,5 +221,20 @@ def registry() -> Registry:
     return Registry(FAMILIES)
 
 
-__all__ = ["ESSENTIAL", "FAMILIES", "GUIDE_FORMS", "MOST_USED", "PRIVILEGED", "Command", "CommandContext", "CommandError", "CommandResult", "CommandSpec",
-           "Effect", "ParseResult", "Registry", "parse_commands", "registry"]
+__all__ = [
+    "ESSENTIAL",
+    "FAMILIES",
+    "GUIDE_FORMS",
+    "MOST_USED",
+    "PRIVILEGED",
+    "Command",
+    "CommandContext",
+    "CommandError",
+    "CommandResult",
+    "CommandSpec",
+    "Effect",
+    "ParseResult",
+    "Registry",
+    "parse_commands",
+    "registry",
+]

@@ -30,8 +30,13 @@ def admit(parsed: list[Command], registry, limits) -> Admission:
         if len(admission.commands) >= limits.commands_per_tick:
             dropped[cmd.type[:60]] += 1
             continue
-        entry: CommandDict = {"cmd_id": cmd.cmd_id[:80], "type": cmd.type[:80], "args": {},
-                              "description": cmd.description[:500], "syntax": cmd.syntax}
+        entry: CommandDict = {
+            "cmd_id": cmd.cmd_id[:80],
+            "type": cmd.type[:80],
+            "args": {},
+            "description": cmd.description[:500],
+            "syntax": cmd.syntax,
+        }
         spec = registry.get(cmd.type)
         if spec is None:
             entry["error"] = f"unknown command type {cmd.type[:80]!r}; see help.show"
@@ -51,5 +56,6 @@ def admit(parsed: list[Command], registry, limits) -> Admission:
         which = ", ".join(f"{t} ×{n}" for t, n in dropped.most_common(5))
         admission.notes.append(
             f"dropped {sum(dropped.values())} command(s) over this tick's limits ({limits.commands_per_tick} commands, "
-            f"{limits.stelis_starts_per_tick} stelis.start): {which}")
+            f"{limits.stelis_starts_per_tick} stelis.start): {which}"
+        )
     return admission

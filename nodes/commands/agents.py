@@ -23,7 +23,10 @@ AgentUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=50
 class AddArgs(Args):
     name: PeerName
     url: AgentUrl | None = Field(None, validation_alias=names("url", "a2a_url", "card", "address"))
-    did: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]{1,180}$")] | None = None
+    did: (
+        Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]{1,180}$")]
+        | None
+    ) = None
     note: Description = ""
 
     @field_validator("url")
@@ -46,8 +49,10 @@ def _line(peer, trust: float | None) -> str:
     seen = peer.last_seen.strftime("%Y-%m-%d %H:%M") if peer.last_seen else "never"
     tags = f" [{', '.join(peer.tags)}]" if peer.tags else ""
     met = " (met, not added)" if peer.added_by == MET else ""
-    line = (f"- {peer.name}{met}{' [blocked]' if peer.blocked else ''}{tags}: {peer.a2a_url or 'no A2A address'}; "
-            f"{peer.did or 'no DID yet'}; trust {'none yet' if trust is None else f'{trust:+.2f}'}; last seen {seen}")
+    line = (
+        f"- {peer.name}{met}{' [blocked]' if peer.blocked else ''}{tags}: {peer.a2a_url or 'no A2A address'}; "
+        f"{peer.did or 'no DID yet'}; trust {'none yet' if trust is None else f'{trust:+.2f}'}; last seen {seen}"
+    )
     return line + (f"; says of itself: {_offers(peer.offers)}" if peer.offers else "")
 
 
@@ -59,8 +64,12 @@ def _offers(offers: dict) -> str:
     return "; ".join(parts)
 
 
-@FAMILY.command("agents.list", "{}  (the peers I know: those added and those met on the mesh or over A2A)",
-                effect="read", aliases=("peers.list", "agents", "mesh.peers"))
+@FAMILY.command(
+    "agents.list",
+    "{}  (the peers I know: those added and those met on the mesh or over A2A)",
+    effect="read",
+    aliases=("peers.list", "agents", "mesh.peers"),
+)
 def list_agents(cmd: Command, ctx: CommandContext) -> CommandResult:
     peers = ctx.managers.peers.known(include_blocked=True)
     if not peers:
@@ -68,8 +77,9 @@ def list_agents(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(_line(p, ctx.managers.peers.trust(p.did)) for p in peers))
 
 
-@FAMILY.command("agents.info", '{"peer": "ada"}  (one peer: addresses, trust, messages waiting)', args=PeerArgs,
-                effect="read")
+@FAMILY.command(
+    "agents.info", '{"peer": "ada"}  (one peer: addresses, trust, messages waiting)', args=PeerArgs, effect="read"
+)
 def agent_info(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         info = ctx.managers.peers.info(arg(cmd, "peer"))
@@ -82,24 +92,39 @@ def agent_info(cmd: Command, ctx: CommandContext) -> CommandResult:
         f"trust {'none yet' if trust is None else f'{trust:+.2f}'}; first seen {info['first_seen'] or 'never'}, last "
         f"seen {info['last_seen'] or 'never'}; my messages to it: {info['outbox']}"
         + (f"; tags: {', '.join(info['tags'])}" if info["tags"] else "")
-        + (f"; note: {info['note']}" if info["note"] else ""))
+        + (f"; note: {info['note']}" if info["note"] else "")
+    )
 
 
-@FAMILY.command("agents.add", '{"name": "ada", "url": "http://host:8765"}  (a peer to talk with over A2A; my human '
-                "approves)", args=AddArgs, effect="modify_self", aliases=("peers.add",),
-                prompt_tier="agents I trust")
+@FAMILY.command(
+    "agents.add",
+    '{"name": "ada", "url": "http://host:8765"}  (a peer to talk with over A2A; my human approves)',
+    args=AddArgs,
+    effect="modify_self",
+    aliases=("peers.add",),
+    prompt_tier="agents I trust",
+)
 def add_agent(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
-        peer = ctx.managers.peers.add(str(arg(cmd, "name")), a2a_url=arg(cmd, "url", default=None),
-                                      did=arg(cmd, "did", default=None), note=str(arg(cmd, "note", default="")),
-                                      added_by="persona")
+        peer = ctx.managers.peers.add(
+            str(arg(cmd, "name")),
+            a2a_url=arg(cmd, "url", default=None),
+            did=arg(cmd, "did", default=None),
+            note=str(arg(cmd, "note", default="")),
+            added_by="persona",
+        )
     except Refused as exc:
         raise CommandError(f"agents.add: {exc}") from None
     return CommandResult(f"{peer.name} is now my peer ({peer.a2a_url or 'no A2A address yet'})")
 
 
-@FAMILY.command("agents.remove", '{"peer": "ada"}  (forget a peer; my human approves)', args=PeerArgs,
-                effect="modify_self", aliases=("peers.remove",))
+@FAMILY.command(
+    "agents.remove",
+    '{"peer": "ada"}  (forget a peer; my human approves)',
+    args=PeerArgs,
+    effect="modify_self",
+    aliases=("peers.remove",),
+)
 def remove_agent(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         peer = ctx.managers.peers.remove(arg(cmd, "peer"))
@@ -108,9 +133,15 @@ def remove_agent(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"{peer.name} is no longer my peer")
 
 
-@FAMILY.command("agents.tag", '{"peer": "ada", "tags": ["friend"]}  (my tags on a peer, replacing the old; "friend": '
-                "my shared notes go to it and I take and pass on its; my human approves)", args=TagArgs,
-                effect="modify_self", aliases=("peers.tag",), prompt_tier="agents I trust")
+@FAMILY.command(
+    "agents.tag",
+    '{"peer": "ada", "tags": ["friend"]}  (my tags on a peer, replacing the old; "friend": '
+    "my shared notes go to it and I take and pass on its; my human approves)",
+    args=TagArgs,
+    effect="modify_self",
+    aliases=("peers.tag",),
+    prompt_tier="agents I trust",
+)
 def tag_agent(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         peer = ctx.managers.peers.set_tags(arg(cmd, "peer"), arg(cmd, "tags", kind=list))

@@ -25,7 +25,7 @@ from pydantic import (
 
 MAX_TEXT = 8_000  # a message, note, diary entry or memory; longer belongs in several entries or the KB
 MAX_ARGS_CHARS = 20_000  # a command's arguments as JSON
-MAX_ID = 2 ** 31 - 1
+MAX_ID = 2**31 - 1
 
 
 def _split_words(value: Any) -> Any:
@@ -50,8 +50,9 @@ Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length
 SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 Word = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 Words = Annotated[list[Word], BeforeValidator(_split_words), Field(max_length=32)]
-Refs = Annotated[list[Annotated[str, StringConstraints(max_length=100)]], BeforeValidator(_split_words),
-                 Field(max_length=50)]
+Refs = Annotated[
+    list[Annotated[str, StringConstraints(max_length=100)]], BeforeValidator(_split_words), Field(max_length=50)
+]
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 Ids = Annotated[list[Id], Field(min_length=1, max_length=100)]
 Ref = Annotated[str | int, Field(union_mode="left_to_right")]  # an id or a name
@@ -116,8 +117,9 @@ def describe(model: type[Args]) -> str:
         prop = schema.get("properties", {}).get(name, {})
         alias = field.validation_alias
         others = [a for a in getattr(alias, "choices", []) if isinstance(a, str) and a != name]
-        parts.append(f"{name}{'*' if name in required else ''} ({_kind(prop)}"
-                     f"{', also: ' + '/'.join(others) if others else ''})")
+        parts.append(
+            f"{name}{'*' if name in required else ''} ({_kind(prop)}{', also: ' + '/'.join(others) if others else ''})"
+        )
     return ", ".join(parts) or "no arguments"
 
 

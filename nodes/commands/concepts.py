@@ -64,26 +64,36 @@ def concept_line(c: Concept) -> str:
 
 
 def link_line(link: ConceptLink, names: dict[int, str]) -> str:
-    return (f"[link {link.id}] {names.get(link.source_id, link.source_id)} —{link.relation}→ "
-            f"{names.get(link.target_id, link.target_id)} (weight {link.weight:g})")
+    return (
+        f"[link {link.id}] {names.get(link.source_id, link.source_id)} —{link.relation}→ "
+        f"{names.get(link.target_id, link.target_id)} (weight {link.weight:g})"
+    )
 
 
-@FAMILY.command("concepts.add", '{"name": "tide", "description": "…", "tags": ["sea"]}', args=ConceptAddArgs, effect="write_self")
+@FAMILY.command(
+    "concepts.add", '{"name": "tide", "description": "…", "tags": ["sea"]}', args=ConceptAddArgs, effect="write_self"
+)
 def add_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    c = ctx.managers.concepts.add(str(arg(cmd, "name")), str(arg(cmd, "description", default="")),
-                                  tags=arg(cmd, "tags", default=[], kind=list),
-                                  weight=arg(cmd, "weight", default=1.0, kind=float))
+    c = ctx.managers.concepts.add(
+        str(arg(cmd, "name")),
+        str(arg(cmd, "description", default="")),
+        tags=arg(cmd, "tags", default=[], kind=list),
+        weight=arg(cmd, "weight", default=1.0, kind=float),
+    )
     return CommandResult(f"concept {c.id} {c.name!r} added")
 
 
 @FAMILY.command("concepts.list", '{"limit": 30, "archived": false}', args=ConceptsListArgs, effect="read")
 def list_concepts(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.managers.concepts.list(limit=arg(cmd, "limit", default=30, kind=int),
-                                      include_archived=arg(cmd, "archived", default=False, kind=bool))
+    rows = ctx.managers.concepts.list(
+        limit=arg(cmd, "limit", default=30, kind=int), include_archived=arg(cmd, "archived", default=False, kind=bool)
+    )
     return CommandResult("\n".join(concept_line(c) for c in rows) or "no concepts", show=True)
 
 
-@FAMILY.command("concepts.read", '{"id": 2}  or  {"name": "tide"}  (with its links)', args=ConceptRefArgs, effect="read")
+@FAMILY.command(
+    "concepts.read", '{"id": 2}  or  {"name": "tide"}  (with its links)', args=ConceptRefArgs, effect="read"
+)
 def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     concepts = ctx.managers.concepts
     c = concepts.use(arg(cmd, "id"), thread_id=ctx.thread_id)  # using a concept brings it back if it was archived
@@ -92,17 +102,29 @@ def read_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join([concept_line(c), *[link_line(link, names) for link in links]]), show=True)
 
 
-@FAMILY.command("concepts.update", '{"id": 2, "description": "…", "weight": 2, "tags": […]}', args=ConceptUpdateArgs, effect="write_self")
+@FAMILY.command(
+    "concepts.update",
+    '{"id": 2, "description": "…", "weight": 2, "tags": […]}',
+    args=ConceptUpdateArgs,
+    effect="write_self",
+)
 def update_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
-    c = ctx.managers.concepts.update(arg(cmd, "id"), name=cmd.args.get("new_name"),
-                                     description=arg(cmd, "description", default=None),
-                                     tags=arg(cmd, "tags", default=None, kind=list),
-                                     weight=arg(cmd, "weight", default=None, kind=float))
+    c = ctx.managers.concepts.update(
+        arg(cmd, "id"),
+        name=cmd.args.get("new_name"),
+        description=arg(cmd, "description", default=None),
+        tags=arg(cmd, "tags", default=None, kind=list),
+        weight=arg(cmd, "weight", default=None, kind=float),
+    )
     return CommandResult(f"concept {c.id} updated")
 
 
-@FAMILY.command("concepts.delete", '{"id": 2}  (archives it and its links; needs my human\'s approval)',
-                args=ConceptRefArgs, effect="modify_self")
+@FAMILY.command(
+    "concepts.delete",
+    '{"id": 2}  (archives it and its links; needs my human\'s approval)',
+    args=ConceptRefArgs,
+    effect="modify_self",
+)
 def delete_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "concept", ctx.managers.concepts.resolve(arg(cmd, "id")).id)
 
@@ -114,12 +136,21 @@ def pin_concept(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"concept {c.id} {'pinned' if c.pinned else 'unpinned'}")
 
 
-@FAMILY.command("links.add", '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}', args=LinkAddArgs, effect="write_self")
+@FAMILY.command(
+    "links.add",
+    '{"source": "tide", "target": "moon", "relation": "caused_by", "weight": 1}',
+    args=LinkAddArgs,
+    effect="write_self",
+)
 def add_link(cmd: Command, ctx: CommandContext) -> CommandResult:
-    link, source, target = ctx.managers.concepts.link(arg(cmd, "source"), arg(cmd, "target"),
-                                                      str(arg(cmd, "relation", default="related_to")),
-                                                      weight=arg(cmd, "weight", default=1.0, kind=float),
-                                                      tags=arg(cmd, "tags", default=[], kind=list), thread_id=ctx.thread_id)
+    link, source, target = ctx.managers.concepts.link(
+        arg(cmd, "source"),
+        arg(cmd, "target"),
+        str(arg(cmd, "relation", default="related_to")),
+        weight=arg(cmd, "weight", default=1.0, kind=float),
+        tags=arg(cmd, "tags", default=[], kind=list),
+        thread_id=ctx.thread_id,
+    )
     return CommandResult(f"link {link.id} added: {source.name} —{link.relation}→ {target.name}")
 
 
@@ -138,15 +169,22 @@ def read_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(link_line(link, names), show=True)
 
 
-@FAMILY.command("links.update", '{"id": 4, "relation": "part_of", "weight": 2}', args=LinkUpdateArgs, effect="write_self")
+@FAMILY.command(
+    "links.update", '{"id": 4, "relation": "part_of", "weight": 2}', args=LinkUpdateArgs, effect="write_self"
+)
 def update_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     link_id = arg(cmd, "id", kind=int)
-    ctx.managers.concepts.update_link(link_id, relation=arg(cmd, "relation", default=None),
-                                      weight=arg(cmd, "weight", default=None, kind=float),
-                                      tags=arg(cmd, "tags", default=None, kind=list))
+    ctx.managers.concepts.update_link(
+        link_id,
+        relation=arg(cmd, "relation", default=None),
+        weight=arg(cmd, "weight", default=None, kind=float),
+        tags=arg(cmd, "tags", default=None, kind=list),
+    )
     return CommandResult(f"link {link_id} updated")
 
 
-@FAMILY.command("links.delete", '{"id": 4}  (archives it; needs my human\'s approval)', args=LinkIdArgs, effect="modify_self")
+@FAMILY.command(
+    "links.delete", '{"id": 4}  (archives it; needs my human\'s approval)', args=LinkIdArgs, effect="modify_self"
+)
 def delete_link(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "link", arg(cmd, "id", kind=int))

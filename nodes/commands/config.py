@@ -45,7 +45,12 @@ class ConfigUpdateArgs(Args):
         return data
 
 
-@FAMILY.command("config.read", '{"key": "memory_manager.mode"}  (no key: every setting I may change)', args=ConfigReadArgs, effect="read")
+@FAMILY.command(
+    "config.read",
+    '{"key": "memory_manager.mode"}  (no key: every setting I may change)',
+    args=ConfigReadArgs,
+    effect="read",
+)
 def read_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     key = arg(cmd, "key", default=None)
     if key is not None and key not in SELF_EDITABLE:
@@ -54,8 +59,13 @@ def read_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(f"{k} = {setting_value(ctx.settings, k)!r}" for k in keys), show=True)
 
 
-@FAMILY.command("config.update", '{"key": "memory_manager.mode", "value": "meditation"}  (needs my human\'s approval)',
-                args=ConfigUpdateArgs, effect="modify_self", prompt_tier="settings")
+@FAMILY.command(
+    "config.update",
+    '{"key": "memory_manager.mode", "value": "meditation"}  (needs my human\'s approval)',
+    args=ConfigUpdateArgs,
+    effect="modify_self",
+    prompt_tier="settings",
+)
 def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     key = str(arg(cmd, "key"))
     if key not in SELF_EDITABLE:
@@ -65,12 +75,14 @@ def update_config(cmd: Command, ctx: CommandContext) -> CommandResult:
     services = ctx.services
 
     def reload(changes: dict[str, Any]) -> Settings:
-        return load_settings(self_changes=changes, overrides=services.overrides,
-                             recorded_persona_dir=str(services.persona.directory))
+        return load_settings(
+            self_changes=changes, overrides=services.overrides, recorded_persona_dir=str(services.persona.directory)
+        )
 
     try:
-        change = ctx.managers.persona.change_setting(key, cmd.args["value"], current=ctx.settings, reload=reload,
-                                                     thread_id=ctx.root_thread or ctx.thread_id)
+        change = ctx.managers.persona.change_setting(
+            key, cmd.args["value"], current=ctx.settings, reload=reload, thread_id=ctx.root_thread or ctx.thread_id
+        )
     except SettingsError as exc:
         raise CommandError(f"config.update: {exc}") from None
     services.settings = change.settings

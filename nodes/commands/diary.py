@@ -56,19 +56,32 @@ def diary_line(entry: DiaryEntry) -> str:
 
 @FAMILY.command("diary.add", '{"text": "…", "tags": ["sea"], "priority": 0}', args=DiaryAddArgs, effect="write_self")
 def add_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
-    entry = ctx.managers.diary.add(str(arg(cmd, "text")), tags=arg(cmd, "tags", default=[], kind=list),
-                                   emotions=arg(cmd, "emotions", default=[], kind=list),
-                                   priority=arg(cmd, "priority", default=0, kind=int), thread_id=ctx.thread_id, tick=ctx.tick)
+    entry = ctx.managers.diary.add(
+        str(arg(cmd, "text")),
+        tags=arg(cmd, "tags", default=[], kind=list),
+        emotions=arg(cmd, "emotions", default=[], kind=list),
+        priority=arg(cmd, "priority", default=0, kind=int),
+        thread_id=ctx.thread_id,
+        tick=ctx.tick,
+    )
     return CommandResult(f"diary {entry.id} added")
 
 
-@FAMILY.command("diary.list", '{"limit": 10, "tag": "sea", "archived": false, "pinned": false, "debug": false}  '
-                "(debug: only the entries tagged debug:*, which are otherwise left out)", args=DiaryListArgs, effect="read")
+@FAMILY.command(
+    "diary.list",
+    '{"limit": 10, "tag": "sea", "archived": false, "pinned": false, "debug": false}  '
+    "(debug: only the entries tagged debug:*, which are otherwise left out)",
+    args=DiaryListArgs,
+    effect="read",
+)
 def list_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.managers.diary.list(limit=arg(cmd, "limit", default=10, kind=int), tag=arg(cmd, "tag", default=None),
-                                   include_archived=arg(cmd, "archived", default=False, kind=bool),
-                                   pinned_only=arg(cmd, "pinned", default=False, kind=bool),
-                                   debug=arg(cmd, "debug", default=False, kind=bool))
+    rows = ctx.managers.diary.list(
+        limit=arg(cmd, "limit", default=10, kind=int),
+        tag=arg(cmd, "tag", default=None),
+        include_archived=arg(cmd, "archived", default=False, kind=bool),
+        pinned_only=arg(cmd, "pinned", default=False, kind=bool),
+        debug=arg(cmd, "debug", default=False, kind=bool),
+    )
     return CommandResult("\n".join(diary_line(r) for r in rows) or "the diary is empty", show=True)
 
 
@@ -80,20 +93,31 @@ def read_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 @FAMILY.command("diary.search", '{"query": "the sea", "k": 5, "archived": false}', args=DiarySearchArgs, effect="read")
 def search_entries(cmd: Command, ctx: CommandContext) -> CommandResult:
-    return run_search(ctx, str(arg(cmd, "query")), k=arg(cmd, "k", default=5, kind=int),
-                      tiers=["diary"], include_archived=arg(cmd, "archived", default=False, kind=bool))
+    return run_search(
+        ctx,
+        str(arg(cmd, "query")),
+        k=arg(cmd, "k", default=5, kind=int),
+        tiers=["diary"],
+        include_archived=arg(cmd, "archived", default=False, kind=bool),
+    )
 
 
 @FAMILY.command("diary.update", '{"id": 3, "text": "…", "tags": ["sea"]}', args=DiaryUpdateArgs, effect="write_self")
 def update_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     entry_id = arg(cmd, "id", kind=int)
     text = str(arg(cmd, "text")) if "text" in cmd.args else None
-    ctx.managers.diary.update(entry_id, text=text, tags=arg(cmd, "tags", default=None, kind=list),
-                              priority=arg(cmd, "priority", default=None, kind=int))
+    ctx.managers.diary.update(
+        entry_id,
+        text=text,
+        tags=arg(cmd, "tags", default=None, kind=list),
+        priority=arg(cmd, "priority", default=None, kind=int),
+    )
     return CommandResult(f"diary {entry_id} updated")
 
 
-@FAMILY.command("diary.delete", '{"id": 3}  (archives it; needs my human\'s approval)', args=DiaryIdArgs, effect="modify_self")
+@FAMILY.command(
+    "diary.delete", '{"id": 3}  (archives it; needs my human\'s approval)', args=DiaryIdArgs, effect="modify_self"
+)
 def delete_entry(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "diary", arg(cmd, "id", kind=int))
 

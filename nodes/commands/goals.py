@@ -85,7 +85,8 @@ class TaskUpdateArgs(TaskIdArgs):
 
 class TaskRunArgs(TaskIdArgs):
     mode: Annotated[Literal["read_only", "full"], lowered] = Field(
-        "read_only", validation_alias=names("mode", "repl_mode"))
+        "read_only", validation_alias=names("mode", "repl_mode")
+    )
     token_budget: int = Field(50_000, ge=1_000, le=10_000_000)
     max_ticks: int = Field(20, ge=1, le=1_000)
     deadline_s: Seconds = 3600.0
@@ -99,8 +100,9 @@ class TaskRunArgs(TaskIdArgs):
 
 def goal_line(g: Goal) -> str:
     values = f"; values: {', '.join(map(str, g.related_values))}" if g.related_values else ""
-    return (f"[goal {g.id} {g.horizon} {g.status} priority {g.priority}{values}] {g.title}"
-            + (f" — {g.description}" if g.description else ""))
+    return f"[goal {g.id} {g.horizon} {g.status} priority {g.priority}{values}] {g.title}" + (
+        f" — {g.description}" if g.description else ""
+    )
 
 
 def task_line(t: Task) -> str:
@@ -113,15 +115,25 @@ def _root(ctx: CommandContext) -> str:
     return ctx.root_thread or ctx.thread_id
 
 
-@FAMILY.command("goals.add", '{"title": "…", "horizon": "short|long", "priority": 2, "parent": 1, '
-                      '"constraints": […], "success_criteria": […], "related_values": ["care"]}', args=GoalAddArgs, effect="write_self")
+@FAMILY.command(
+    "goals.add",
+    '{"title": "…", "horizon": "short|long", "priority": 2, "parent": 1, '
+    '"constraints": […], "success_criteria": […], "related_values": ["care"]}',
+    args=GoalAddArgs,
+    effect="write_self",
+)
 def add_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
-    g = ctx.managers.goals.add(str(arg(cmd, "title")), description=str(arg(cmd, "description", default="")),
-                               horizon=str(arg(cmd, "horizon", default="short")), priority=arg(cmd, "priority", default=1, kind=int),
-                               constraints=arg(cmd, "constraints", default=[], kind=list),
-                               success_criteria=arg(cmd, "success_criteria", default=[], kind=list),
-                               tags=arg(cmd, "tags", default=[], kind=list), parent_id=arg(cmd, "parent", default=None, kind=int),
-                               related_values=arg(cmd, "related_values", default=[], kind=list))
+    g = ctx.managers.goals.add(
+        str(arg(cmd, "title")),
+        description=str(arg(cmd, "description", default="")),
+        horizon=str(arg(cmd, "horizon", default="short")),
+        priority=arg(cmd, "priority", default=1, kind=int),
+        constraints=arg(cmd, "constraints", default=[], kind=list),
+        success_criteria=arg(cmd, "success_criteria", default=[], kind=list),
+        tags=arg(cmd, "tags", default=[], kind=list),
+        parent_id=arg(cmd, "parent", default=None, kind=int),
+        related_values=arg(cmd, "related_values", default=[], kind=list),
+    )
     return CommandResult(f"goal {g.id} added")
 
 
@@ -148,34 +160,57 @@ def read_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("\n".join(lines), show=True)
 
 
-@FAMILY.command("goals.update", '{"id": 1, "status": "completed|failed|paused|active", "reason": "…", "progress": "…", "priority": 3}', args=GoalUpdateArgs, effect="write_self")
+@FAMILY.command(
+    "goals.update",
+    '{"id": 1, "status": "completed|failed|paused|active", "reason": "…", "progress": "…", "priority": 3}',
+    args=GoalUpdateArgs,
+    effect="write_self",
+)
 def update_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     goal_id = arg(cmd, "id", kind=int)
-    ctx.managers.goals.update(goal_id, thread_id=ctx.thread_id, root_thread=_root(ctx),
-                              status=arg(cmd, "status", default=None), reason=arg(cmd, "reason", default=None),
-                              progress=arg(cmd, "progress", default=None), priority=arg(cmd, "priority", default=None, kind=int),
-                              title=arg(cmd, "title", default=None), description=arg(cmd, "description", default=None),
-                              horizon=arg(cmd, "horizon", default=None),
-                              related_values=arg(cmd, "related_values", default=None, kind=list))
+    ctx.managers.goals.update(
+        goal_id,
+        thread_id=ctx.thread_id,
+        root_thread=_root(ctx),
+        status=arg(cmd, "status", default=None),
+        reason=arg(cmd, "reason", default=None),
+        progress=arg(cmd, "progress", default=None),
+        priority=arg(cmd, "priority", default=None, kind=int),
+        title=arg(cmd, "title", default=None),
+        description=arg(cmd, "description", default=None),
+        horizon=arg(cmd, "horizon", default=None),
+        related_values=arg(cmd, "related_values", default=None, kind=list),
+    )
     return CommandResult(f"goal {goal_id} updated")
 
 
-@FAMILY.command("goals.delete", '{"id": 1}  (archives it; needs my human\'s approval)', args=GoalIdArgs, effect="modify_self")
+@FAMILY.command(
+    "goals.delete", '{"id": 1}  (archives it; needs my human\'s approval)', args=GoalIdArgs, effect="modify_self"
+)
 def delete_goal(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "goal", arg(cmd, "id", kind=int))
 
 
-@FAMILY.command("tasks.add", '{"title": "…", "goal_id": 1, "priority": 2, "pinned": false}', args=TaskAddArgs, effect="write_self")
+@FAMILY.command(
+    "tasks.add", '{"title": "…", "goal_id": 1, "priority": 2, "pinned": false}', args=TaskAddArgs, effect="write_self"
+)
 def add_task(cmd: Command, ctx: CommandContext) -> CommandResult:
-    t = ctx.managers.tasks.add(str(arg(cmd, "title")), goal_id=arg(cmd, "goal_id", default=None, kind=int),
-                               description=str(arg(cmd, "description", default="")), priority=arg(cmd, "priority", default=1, kind=int),
-                               pinned=arg(cmd, "pinned", default=False, kind=bool), tags=arg(cmd, "tags", default=[], kind=list))
+    t = ctx.managers.tasks.add(
+        str(arg(cmd, "title")),
+        goal_id=arg(cmd, "goal_id", default=None, kind=int),
+        description=str(arg(cmd, "description", default="")),
+        priority=arg(cmd, "priority", default=1, kind=int),
+        pinned=arg(cmd, "pinned", default=False, kind=bool),
+        tags=arg(cmd, "tags", default=[], kind=list),
+    )
     return CommandResult(f"task {t.id} added")
 
 
 @FAMILY.command("tasks.list", '{"status": "open", "goal_id": 1}', args=TasksListArgs, effect="read")
 def list_tasks(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.managers.tasks.list(status=arg(cmd, "status", default=None), goal_id=arg(cmd, "goal_id", default=None, kind=int))
+    rows = ctx.managers.tasks.list(
+        status=arg(cmd, "status", default=None), goal_id=arg(cmd, "goal_id", default=None, kind=int)
+    )
     return CommandResult("\n".join(task_line(t) for t in rows) or "no tasks", show=True)
 
 
@@ -185,17 +220,29 @@ def read_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(task_line(t) + (f"\n{t.description}" if t.description else ""), show=True)
 
 
-@FAMILY.command("tasks.update", '{"id": 4, "status": "done|failed|in_progress|cancelled|open", "priority": 3}', args=TaskUpdateArgs, effect="write_self")
+@FAMILY.command(
+    "tasks.update",
+    '{"id": 4, "status": "done|failed|in_progress|cancelled|open", "priority": 3}',
+    args=TaskUpdateArgs,
+    effect="write_self",
+)
 def update_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     task_id = arg(cmd, "id", kind=int)
-    ctx.managers.tasks.update(task_id, root_thread=_root(ctx), status=arg(cmd, "status", default=None),
-                              priority=arg(cmd, "priority", default=None, kind=int), title=arg(cmd, "title", default=None),
-                              description=arg(cmd, "description", default=None),
-                              goal_id=arg(cmd, "goal_id", default=None, kind=int))
+    ctx.managers.tasks.update(
+        task_id,
+        root_thread=_root(ctx),
+        status=arg(cmd, "status", default=None),
+        priority=arg(cmd, "priority", default=None, kind=int),
+        title=arg(cmd, "title", default=None),
+        description=arg(cmd, "description", default=None),
+        goal_id=arg(cmd, "goal_id", default=None, kind=int),
+    )
     return CommandResult(f"task {task_id} updated")
 
 
-@FAMILY.command("tasks.delete", '{"id": 4}  (archives it; needs my human\'s approval)', args=TaskIdArgs, effect="modify_self")
+@FAMILY.command(
+    "tasks.delete", '{"id": 4}  (archives it; needs my human\'s approval)', args=TaskIdArgs, effect="modify_self"
+)
 def delete_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "task", arg(cmd, "id", kind=int))
 
@@ -207,15 +254,21 @@ def pin_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"task {task.id} {'pinned' if task.pinned else 'unpinned'}")
 
 
-@FAMILY.command("tasks.run", '{"id": 4, "mode": "read_only|full", "max_ticks": 20, "token_budget": 50000}  (a sub-cycle '
-                      'works on the task: read_only may only read, add notes/tasks/llm_memory and edit the task; full acts '
-                      'like me, under the same consent rules; its findings arrive as notes)', args=TaskRunArgs,
-                effect="write_self")
+@FAMILY.command(
+    "tasks.run",
+    '{"id": 4, "mode": "read_only|full", "max_ticks": 20, "token_budget": 50000}  (a sub-cycle '
+    "works on the task: read_only may only read, add notes/tasks/llm_memory and edit the task; full acts "
+    "like me, under the same consent rules; its findings arrive as notes)",
+    args=TaskRunArgs,
+    effect="write_self",
+)
 def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     tasks = ctx.managers.tasks
     task = tasks.get(arg(cmd, "id", kind=int))
     if tasks.in_cycle(ctx.thread_id) is not None:
-        raise CommandError("tasks.run: a task sub-cycle cannot start another one; propose it to the main loop in a note")
+        raise CommandError(
+            "tasks.run: a task sub-cycle cannot start another one; propose it to the main loop in a note"
+        )
     if task.repl_status == "running":
         return CommandResult(f"task {task.id}'s sub-cycle is already running ({task.repl_thread})")
     try:
@@ -231,18 +284,27 @@ def run_task(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         # the sub-cycle's thread: a Stelis child opened in this command's transaction, owned by this process
         child, window, _ = ctx.managers.threads.open_child(
-            parent_id=root, child_id=f"{root[:60]}/task-{task.id}-t{ctx.tick}", label=f"task {task.id}: {task.title}"[:200],
-            window_ratio=config["window_ratio"], max_depth=ctx.settings.stelis.max_depth, origin="task",
-            persona=ctx.services.persona.name, owner=process_token(), tick=ctx.tick)
+            parent_id=root,
+            child_id=f"{root[:60]}/task-{task.id}-t{ctx.tick}",
+            label=f"task {task.id}: {task.title}"[:200],
+            window_ratio=config["window_ratio"],
+            max_depth=ctx.settings.stelis.max_depth,
+            origin="task",
+            persona=ctx.services.persona.name,
+            owner=process_token(),
+            tick=ctx.tick,
+        )
     except StelisRefused as exc:
         raise CommandError(f"tasks.run: {exc}") from exc
     mode = arg(cmd, "mode", default="read_only")
     tasks.cycle_started(task.id, mode=mode, config=config, thread_id=child.id)
     ctx.emit({"event": "task_cycle", "task_id": task.id, "status": "running", "thread_id": child.id})
     outranked = f"; task {deferred.id}'s sub-cycle was {why}" if deferred is not None else ""
-    return CommandResult(f"task {task.id}'s {mode} sub-cycle started in {child.id} (window {window} tokens, at most "
-                         f"{config['max_ticks']} ticks and {config['token_budget']:,} tokens); its notes will reach you"
-                         + outranked, show=True)
+    return CommandResult(
+        f"task {task.id}'s {mode} sub-cycle started in {child.id} (window {window} tokens, at most "
+        f"{config['max_ticks']} ticks and {config['token_budget']:,} tokens); its notes will reach you" + outranked,
+        show=True,
+    )
 
 
 @FAMILY.command("tasks.stop", '{"id": 4}  (stop the task\'s sub-cycle)', args=TaskIdArgs, effect="write_self")

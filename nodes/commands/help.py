@@ -13,6 +13,13 @@ class HelpArgs(Args):
     command: Title | None = None
 
 
-@FAMILY.command("help.show", '{"command": "notes"}  (usage of a command or family)', args=HelpArgs, effect="read", scoped=True, aliases=('help',))
+@FAMILY.command(
+    "help.show",
+    '{"command": "notes"}  (usage of a command or family)',
+    args=HelpArgs,
+    effect="read",
+    scoped=True,
+    aliases=("help",),
+)
 def show_help(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(ctx.registry.guide(cmd.args.get("command") or None), show=True)

@@ -26,7 +26,7 @@ class BlockEditArgs(Args):
     new: OptionalText | None = None
 
     @model_validator(mode="after")
-    def _something(self) -> "BlockEditArgs":
+    def _something(self) -> BlockEditArgs:
         if self.old is None and self.mode == "append" and not self.text:
             raise ValueError("give text to append, text with mode rewrite, or old and new")
         return self
@@ -64,12 +64,23 @@ def read_core(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 
 # one handler, two specs: the gate reads each spec's own effect (identity.update is always modify_self)
-@FAMILY.command("identity.update", '{"text": "…"}  (changes who I am: appends to core memory, or {"old": "…", "new": "…"} '
-                                   "replaces; needs my human's approval)", args=BlockEditArgs, effect="modify_self",
-                prompt_tier="core memory")
-@FAMILY.command("core.update", '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
-                               "(rewrites need my human's approval)", args=BlockEditArgs, effect="write_self", escalate=discards,
-                prompt_tier="core memory")
+@FAMILY.command(
+    "identity.update",
+    '{"text": "…"}  (changes who I am: appends to core memory, or {"old": "…", "new": "…"} '
+    "replaces; needs my human's approval)",
+    args=BlockEditArgs,
+    effect="modify_self",
+    prompt_tier="core memory",
+)
+@FAMILY.command(
+    "core.update",
+    '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
+    "(rewrites need my human's approval)",
+    args=BlockEditArgs,
+    effect="write_self",
+    escalate=discards,
+    prompt_tier="core memory",
+)
 def update_core(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _edit(cmd, ctx, "core")
 
@@ -79,9 +90,15 @@ def read_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(_show(ctx, "notepad"), show=True)
 
 
-@FAMILY.command("notepad.update", '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
-                                  "(rewrites need my human's approval)", args=BlockEditArgs, effect="write_self", escalate=discards,
-                prompt_tier="notepad")
+@FAMILY.command(
+    "notepad.update",
+    '{"text": "…"}  appends;  {"text": "…", "mode": "rewrite"} or {"old": "…", "new": "…"} '
+    "(rewrites need my human's approval)",
+    args=BlockEditArgs,
+    effect="write_self",
+    escalate=discards,
+    prompt_tier="notepad",
+)
 def update_notepad(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _edit(cmd, ctx, "notepad")
 

@@ -30,22 +30,35 @@ class MemoryIdArgs(Args):
     id: Id
 
 
-@FAMILY.command("llm_memory.add", '{"text": "…", "title": "…", "tags": ["plan"]}', args=MemoryAddArgs, effect="write_self", aliases=('remember',),
-                prompt_tier="notepad of ideas")
+@FAMILY.command(
+    "llm_memory.add",
+    '{"text": "…", "title": "…", "tags": ["plan"]}',
+    args=MemoryAddArgs,
+    effect="write_self",
+    aliases=("remember",),
+    prompt_tier="notepad of ideas",
+)
 def add_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
-    row = ctx.managers.llm_memory.add(str(arg(cmd, "text")), title=str(arg(cmd, "title", default="")),
-                                      tags=arg(cmd, "tags", default=[], kind=list), thread_id=ctx.thread_id,
-                                      llm_id=ctx.llm_id)
+    row = ctx.managers.llm_memory.add(
+        str(arg(cmd, "text")),
+        title=str(arg(cmd, "title", default="")),
+        tags=arg(cmd, "tags", default=[], kind=list),
+        thread_id=ctx.thread_id,
+        llm_id=ctx.llm_id,
+    )
     return CommandResult(f"llm_memory {row.id} added")
 
 
 @FAMILY.command("llm_memory.list", '{"limit": 20}', args=MemoryListArgs, effect="read")
 def list_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.managers.llm_memory.recent(arg(cmd, "limit", default=20, kind=int))
-    return CommandResult("\n".join(f"[{r.id}] {r.title + ': ' if r.title else ''}{r.content}" for r in rows) or "empty",
-                         show=True)
+    return CommandResult(
+        "\n".join(f"[{r.id}] {r.title + ': ' if r.title else ''}{r.content}" for r in rows) or "empty", show=True
+    )
 
 
-@FAMILY.command("llm_memory.delete", '{"id": 3}  (archives it; needs my human\'s approval)', args=MemoryIdArgs, effect="modify_self")
+@FAMILY.command(
+    "llm_memory.delete", '{"id": 3}  (archives it; needs my human\'s approval)', args=MemoryIdArgs, effect="modify_self"
+)
 def delete_memory(cmd: Command, ctx: CommandContext) -> CommandResult:
     return archive_one(ctx, cmd.type, "llm_memory", arg(cmd, "id", kind=int))

@@ -93,34 +93,59 @@ def _peer(cmd: Command, ctx: CommandContext) -> Addressee | None:
     return {"label": f"peer {to}", "peer": str(to)} if to else {"label": "every peer"}
 
 
-@FAMILY.command("mesh.send", '{"to": "did:key:…", "text": "…"}  (a signed message; no "to": every peer)',
-                args=SendArgs, effect="external", unavailable=mesh_off, relay=_peer)
+@FAMILY.command(
+    "mesh.send",
+    '{"to": "did:key:…", "text": "…"}  (a signed message; no "to": every peer)',
+    args=SendArgs,
+    effect="external",
+    unavailable=mesh_off,
+    relay=_peer,
+)
 def send(cmd: Command, ctx: CommandContext) -> CommandResult:
-    container = ctx.managers.mesh.compose("message", {"text": str(arg(cmd, "text"))},
-                                          recipient=arg(cmd, "to", default=None))
+    container = ctx.managers.mesh.compose(
+        "message", {"text": str(arg(cmd, "text"))}, recipient=arg(cmd, "to", default=None)
+    )
     return CommandResult(_queued(container))
 
 
-@FAMILY.command("mesh.ask", '{"to": "did:key:…", "text": "a question"}  (its answer arrives as a note)',
-                args=AskArgs, effect="external", unavailable=mesh_off, relay=_peer)
+@FAMILY.command(
+    "mesh.ask",
+    '{"to": "did:key:…", "text": "a question"}  (its answer arrives as a note)',
+    args=AskArgs,
+    effect="external",
+    unavailable=mesh_off,
+    relay=_peer,
+)
 def ask(cmd: Command, ctx: CommandContext) -> CommandResult:
     container = ctx.managers.mesh.compose("ask", {"text": str(arg(cmd, "text"))}, recipient=str(arg(cmd, "to")))
     return CommandResult(_queued(container))
 
 
-@FAMILY.command("mesh.publish", '{"tag": "tides", "tier": "diary|concept|abstract"}  (CogSync: my memories with '
-                'this tag go to the peers subscribed to it)', args=PublishArgs, effect="external", unavailable=mesh_off)
+@FAMILY.command(
+    "mesh.publish",
+    '{"tag": "tides", "tier": "diary|concept|abstract"}  (CogSync: my memories with '
+    "this tag go to the peers subscribed to it)",
+    args=PublishArgs,
+    effect="external",
+    unavailable=mesh_off,
+)
 def publish(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
-        sent = ctx.managers.mesh.publish(str(arg(cmd, "tag")), tier=str(arg(cmd, "tier", default="diary")),
-                                         limit=int(arg(cmd, "limit", default=10)))
+        sent = ctx.managers.mesh.publish(
+            str(arg(cmd, "tag")), tier=str(arg(cmd, "tier", default="diary")), limit=int(arg(cmd, "limit", default=10))
+        )
     except ValueError as exc:
         raise CommandError(f"mesh.publish: {exc}") from None
     return CommandResult(f"{len(sent)} queued under {arg(cmd, 'tag')!r}" if sent else "nothing new to publish")
 
 
-@FAMILY.command("mesh.subscribe", '{"topic": "tides"}  (learn what peers publish under it: data, never orders)',
-                args=TopicArgs, effect="external", unavailable=mesh_off)
+@FAMILY.command(
+    "mesh.subscribe",
+    '{"topic": "tides"}  (learn what peers publish under it: data, never orders)',
+    args=TopicArgs,
+    effect="external",
+    unavailable=mesh_off,
+)
 def subscribe(cmd: Command, ctx: CommandContext) -> CommandResult:
     new = ctx.managers.mesh.subscribe(str(arg(cmd, "topic")))
     return CommandResult(("subscribed to " if new else "already subscribed to ") + str(arg(cmd, "topic")))
@@ -132,8 +157,13 @@ def unsubscribe(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("unsubscribed" if gone else "was not subscribed")
 
 
-@FAMILY.command("mesh.sync", "{}  (what waits in the outbox; the mesh door syncs with every peer it reaches)",
-                args=NoArgs, effect="read", unavailable=mesh_off)
+@FAMILY.command(
+    "mesh.sync",
+    "{}  (what waits in the outbox; the mesh door syncs with every peer it reaches)",
+    args=NoArgs,
+    effect="read",
+    unavailable=mesh_off,
+)
 def sync(cmd: Command, ctx: CommandContext) -> CommandResult:
     mesh = ctx.managers.mesh
     return CommandResult(f"outbox: {len(mesh.outbox())} waiting; holding {len(mesh.have())} containers", show=True)
@@ -143,29 +173,50 @@ def sync(cmd: Command, ctx: CommandContext) -> CommandResult:
 def status(cmd: Command, ctx: CommandContext) -> CommandResult:
     state = ctx.managers.mesh.status()
     refused = ", ".join(f"{k} {v}" for k, v in sorted(state["refused"].items())) or "none"
-    return CommandResult(f"me: {state['did']}; containers: {state['containers']}; refused: {refused}; "
-                         f"topics: {', '.join(state['subscriptions']) or 'none'}; outbox: {state['outbox']}", show=True)
+    return CommandResult(
+        f"me: {state['did']}; containers: {state['containers']}; refused: {refused}; "
+        f"topics: {', '.join(state['subscriptions']) or 'none'}; outbox: {state['outbox']}",
+        show=True,
+    )
 
 
-@FAMILY.command("mesh.case", '{"question": "…", "solutions": ["…", "…"], "kind": "ethics_case|claim"}  (ask the '
-                'peers: an ethics case or a claim to evaluate)', args=CaseArgs, effect="external", unavailable=mesh_off)
+@FAMILY.command(
+    "mesh.case",
+    '{"question": "…", "solutions": ["…", "…"], "kind": "ethics_case|claim"}  (ask the '
+    "peers: an ethics case or a claim to evaluate)",
+    args=CaseArgs,
+    effect="external",
+    unavailable=mesh_off,
+)
 def case(cmd: Command, ctx: CommandContext) -> CommandResult:
-    opened = ctx.managers.mesh.open_case(str(arg(cmd, "question")), arg(cmd, "solutions", default=[], kind=list),
-                                         kind=str(arg(cmd, "kind", default="ethics_case")))
+    opened = ctx.managers.mesh.open_case(
+        str(arg(cmd, "question")),
+        arg(cmd, "solutions", default=[], kind=list),
+        kind=str(arg(cmd, "kind", default="ethics_case")),
+    )
     if opened.get("emergency") is not None:  # Isolated Mode: the consensus waits; the decision is mine meanwhile
-        return CommandResult(f"case {opened['id']} opened; the mesh is unreachable (Isolated Mode), so it waits in my "
-                             f"outbox, and diary {opened['emergency']} (emergency_consensus) marks that I decide alone "
-                             "meanwhile, for review when the mesh is back", show=True)
+        return CommandResult(
+            f"case {opened['id']} opened; the mesh is unreachable (Isolated Mode), so it waits in my "
+            f"outbox, and diary {opened['emergency']} (emergency_consensus) marks that I decide alone "
+            "meanwhile, for review when the mesh is back",
+            show=True,
+        )
     return CommandResult(f"case {opened['id']} opened", show=True)
 
 
-@FAMILY.command("mesh.vote", '{"case": "sha256:…", "solution": "sha256:…"} or {"case": …, "score": 0.5}',
-                args=VoteArgs, effect="external", unavailable=mesh_off)
+@FAMILY.command(
+    "mesh.vote",
+    '{"case": "sha256:…", "solution": "sha256:…"} or {"case": …, "score": 0.5}',
+    args=VoteArgs,
+    effect="external",
+    unavailable=mesh_off,
+)
 def vote(cmd: Command, ctx: CommandContext) -> CommandResult:
     if arg(cmd, "solution", default=None) is None and arg(cmd, "score", default=None) is None:
         raise CommandError("mesh.vote: a solution or a score")
-    container = ctx.managers.mesh.vote(str(arg(cmd, "case")), solution=arg(cmd, "solution", default=None),
-                                       score=arg(cmd, "score", default=None))
+    container = ctx.managers.mesh.vote(
+        str(arg(cmd, "case")), solution=arg(cmd, "solution", default=None), score=arg(cmd, "score", default=None)
+    )
     return CommandResult(_queued(container))
 
 
@@ -178,9 +229,13 @@ def tally(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"{result.question}: {result.votes} votes; result: {result.result or 'none yet'}", show=True)
 
 
-@FAMILY.command("mesh.adopt", '{"case": "sha256:…"}  (write the consensus into my ethics.yaml: my owner decides)',
-                args=CaseRefArgs, effect="modify_self",
-                owner_only="adopting a consensus of my peers into my ethics")
+@FAMILY.command(
+    "mesh.adopt",
+    '{"case": "sha256:…"}  (write the consensus into my ethics.yaml: my owner decides)',
+    args=CaseRefArgs,
+    effect="modify_self",
+    owner_only="adopting a consensus of my peers into my ethics",
+)
 def adopt(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         principle = ctx.managers.mesh.adopt(str(arg(cmd, "case")))
@@ -189,15 +244,20 @@ def adopt(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"ethics.yaml: + {principle}")
 
 
-@FAMILY.command("mesh.reject", '{"container": "sha256:…"}  (what a peer taught: archived, the peer trusted less)',
-                args=ContainerArgs, effect="write_self")
+@FAMILY.command(
+    "mesh.reject",
+    '{"container": "sha256:…"}  (what a peer taught: archived, the peer trusted less)',
+    args=ContainerArgs,
+    effect="write_self",
+)
 def reject(cmd: Command, ctx: CommandContext) -> CommandResult:
     done = ctx.managers.mesh.reject(str(arg(cmd, "container")))
     return CommandResult("rejected" if done else "nothing to reject")
 
 
-@FAMILY.command("mesh.rotate", "{}  (a new key pair; the old one signs the hand-over)", args=NoArgs,
-                effect="modify_self")
+@FAMILY.command(
+    "mesh.rotate", "{}  (a new key pair; the old one signs the hand-over)", args=NoArgs, effect="modify_self"
+)
 def rotate(cmd: Command, ctx: CommandContext) -> CommandResult:
     container = ctx.managers.mesh.rotate()
     return CommandResult(f"rotated to {container['payload']['new']}")
@@ -210,19 +270,28 @@ class ShowArgs(Args):
 @REPUTATION.command("reputation.show", '{"limit": 20}', args=ShowArgs, effect="read")
 def show(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.managers.reputation.table()[: int(arg(cmd, "limit", default=20))]
-    lines = [f"{r.did}: trust {r.trust:+.2f}, {r.evaluations} evaluations, {r.refusals} refused"
-             + (" (blocked)" if r.blocked else "") for r in rows]
+    lines = [
+        f"{r.did}: trust {r.trust:+.2f}, {r.evaluations} evaluations, {r.refusals} refused"
+        + (" (blocked)" if r.blocked else "")
+        for r in rows
+    ]
     return CommandResult("\n".join(lines) or "no peers known yet", show=True)
 
 
-@REPUTATION.command("reputation.evaluate", '{"peer": "did:key:…", "score": 0.5, "about": "sha256:…"}  (signed, '
-                    'sent to the peers)', args=EvaluateArgs, effect="external", unavailable=mesh_off)
+@REPUTATION.command(
+    "reputation.evaluate",
+    '{"peer": "did:key:…", "score": 0.5, "about": "sha256:…"}  (signed, sent to the peers)',
+    args=EvaluateArgs,
+    effect="external",
+    unavailable=mesh_off,
+)
 def evaluate(cmd: Command, ctx: CommandContext) -> CommandResult:
     peer, score = str(arg(cmd, "peer")), float(arg(cmd, "score"))
     about, reason = arg(cmd, "about", default=None), str(arg(cmd, "reason", default=""))
     ctx.managers.reputation.evaluate(peer, score, about=about, reason=reason)
-    container = ctx.managers.mesh.compose("evaluation", {"subject": peer, "score": score, "about": about,
-                                                         "reason": reason})
+    container = ctx.managers.mesh.compose(
+        "evaluation", {"subject": peer, "score": score, "about": about, "reason": reason}
+    )
     return CommandResult(f"trust of {peer}: {ctx.managers.reputation.trust(peer):+.2f}; " + _queued(container))
 
 
@@ -237,15 +306,26 @@ def unblock(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("unblocked" if ctx.managers.reputation.unblock(str(arg(cmd, "peer"))) else "was not blocked")
 
 
-@REPUTATION.command("reputation.drift", "{}  (how far each evaluator strays from the others, now and before)",
-                    args=NoArgs, effect="read")
+@REPUTATION.command(
+    "reputation.drift",
+    "{}  (how far each evaluator strays from the others, now and before)",
+    args=NoArgs,
+    effect="read",
+)
 def drift(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.managers.reputation.drift()
-    return CommandResult("\n".join(f"{did}: {d['recent']:.2f} now, {d['before']:.2f} before (drift {d['drift']:+.2f})"
-                                   for did, d in rows.items()) or "no evaluations to compare", show=True)
+    return CommandResult(
+        "\n".join(
+            f"{did}: {d['recent']:.2f} now, {d['before']:.2f} before (drift {d['drift']:+.2f})"
+            for did, d in rows.items()
+        )
+        or "no evaluations to compare",
+        show=True,
+    )
 
 
 # ---- what peers put to the persona, and what it puts to them (managers/exchange.py) ----------------------------------
+
 
 class ListArgs(Args):
     limit: Limit = 20
@@ -268,26 +348,44 @@ class CasesArgs(ListArgs):
     unvoted: bool = False
 
 
-@FAMILY.command("mesh.cases", '{"unvoted": true, "limit": 20}  (the consensus cases and claims I know, mine and my '
-                "peers': their solutions, the tally, my vote; unvoted: only those still waiting for my vote)",
-                args=CasesArgs, effect="read")
+@FAMILY.command(
+    "mesh.cases",
+    '{"unvoted": true, "limit": 20}  (the consensus cases and claims I know, mine and my '
+    "peers': their solutions, the tally, my vote; unvoted: only those still waiting for my vote)",
+    args=CasesArgs,
+    effect="read",
+)
 def cases(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.managers.exchange.cases(limit=int(arg(cmd, "limit", default=20)),
-                                       unvoted=bool(arg(cmd, "unvoted", default=False)))
+    rows = ctx.managers.exchange.cases(
+        limit=int(arg(cmd, "limit", default=20)), unvoted=bool(arg(cmd, "unvoted", default=False))
+    )
     lines = []
     for row in rows:
-        voted = "not yet" if row["my_vote"] is None else (
-            f"score {row['my_vote']['score']:+.2f}" if "score" in row["my_vote"] else
-            f"solution {str(row['my_vote'].get('solution', ''))[:19]}…")
+        voted = (
+            "not yet"
+            if row["my_vote"] is None
+            else (
+                f"score {row['my_vote']['score']:+.2f}"
+                if "score" in row["my_vote"]
+                else f"solution {str(row['my_vote'].get('solution', ''))[:19]}…"
+            )
+        )
         result = row["result"] or "none yet"
-        lines.append(f"- {row['kind']} {row['id']} by {row['by']}: {row['question']} — {row['votes']} votes, result "
-                     f"{result}; my vote: {voted}")
+        lines.append(
+            f"- {row['kind']} {row['id']} by {row['by']}: {row['question']} — {row['votes']} votes, result "
+            f"{result}; my vote: {voted}"
+        )
         lines += [f"    solution {sid}: {text}" for sid, text in row["solutions"].items()]
     return CommandResult("\n".join(lines) or "no consensus cases known", show=True)
 
 
-@FAMILY.command("mesh.goal_publish", '{"goal": 3}  (put one of my goals to my peers, signed: HMP GMP)',
-                args=GoalRefArgs, effect="external", unavailable=mesh_off)
+@FAMILY.command(
+    "mesh.goal_publish",
+    '{"goal": 3}  (put one of my goals to my peers, signed: HMP GMP)',
+    args=GoalRefArgs,
+    effect="external",
+    unavailable=mesh_off,
+)
 def goal_publish(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         container = ctx.managers.exchange.publish_goal(int(arg(cmd, "goal")))
@@ -298,22 +396,34 @@ def goal_publish(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 def _pending_line(item: Any) -> str:
     payload = item.payload
-    gist = payload.get("title") or payload.get("instruction") or \
-        f"{payload.get('model')} at {payload.get('base_url')} {payload.get('notes', '')}".strip()
+    gist = (
+        payload.get("title")
+        or payload.get("instruction")
+        or f"{payload.get('model')} at {payload.get('base_url')} {payload.get('notes', '')}".strip()
+    )
     name = f" {payload['name']!r}" if payload.get("name") else ""
     became = f" → {item.became}" if item.became else ""
     return f"- {item.type}{name} {item.id} from {item.label}: {gist} [{item.state}{became}]"
 
 
-@FAMILY.command("mesh.goals", '{"limit": 20}  (goals my peers published, and what became of each here)',
-                args=ListArgs, effect="read")
+@FAMILY.command(
+    "mesh.goals",
+    '{"limit": 20}  (goals my peers published, and what became of each here)',
+    args=ListArgs,
+    effect="read",
+)
 def goals(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.managers.exchange.peer_goals(limit=int(arg(cmd, "limit", default=20)))
     return CommandResult("\n".join(_pending_line(r) for r in rows) or "no peer published a goal yet", show=True)
 
 
-@FAMILY.command("mesh.goal_accept", '{"container": "sha256:…"}  (make a peer\'s goal one of mine; my owner decides)',
-                args=ContainerArgs, effect="modify_self", owner_only="taking a peer's goal as one of mine")
+@FAMILY.command(
+    "mesh.goal_accept",
+    '{"container": "sha256:…"}  (make a peer\'s goal one of mine; my owner decides)',
+    args=ContainerArgs,
+    effect="modify_self",
+    owner_only="taking a peer's goal as one of mine",
+)
 def goal_accept(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         goal_id, status = ctx.managers.exchange.accept_goal(str(arg(cmd, "container")))
@@ -322,8 +432,12 @@ def goal_accept(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"goal {goal_id} is mine now; its publisher is told: {_queued(status)}")
 
 
-@FAMILY.command("mesh.goal_decline", '{"container": "sha256:…"}  (set a peer\'s goal aside)', args=ContainerArgs,
-                effect="write_self")
+@FAMILY.command(
+    "mesh.goal_decline",
+    '{"container": "sha256:…"}  (set a peer\'s goal aside)',
+    args=ContainerArgs,
+    effect="write_self",
+)
 def goal_decline(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         ctx.managers.exchange.decline_goal(str(arg(cmd, "container")))
@@ -332,9 +446,14 @@ def goal_decline(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult("declined")
 
 
-@FAMILY.command("mesh.offer", '{"kind": "strategy|thinking_method|model_address", "name": "…"}  (offer one of mine '
-                "to my peers, signed; a model goes as its address, never its key)", args=OfferArgs,
-                effect="external", unavailable=mesh_off)
+@FAMILY.command(
+    "mesh.offer",
+    '{"kind": "strategy|thinking_method|model_address", "name": "…"}  (offer one of mine '
+    "to my peers, signed; a model goes as its address, never its key)",
+    args=OfferArgs,
+    effect="external",
+    unavailable=mesh_off,
+)
 def offer(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         container = ctx.managers.exchange.offer(str(arg(cmd, "kind")), str(arg(cmd, "name")))
@@ -343,16 +462,24 @@ def offer(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(_queued(container))
 
 
-@FAMILY.command("mesh.offers", '{"limit": 20}  (strategies, thinking methods and model addresses peers offered: '
-                "unused until my owner approves)", args=ListArgs, effect="read")
+@FAMILY.command(
+    "mesh.offers",
+    '{"limit": 20}  (strategies, thinking methods and model addresses peers offered: unused until my owner approves)',
+    args=ListArgs,
+    effect="read",
+)
 def offers(cmd: Command, ctx: CommandContext) -> CommandResult:
     rows = ctx.managers.exchange.offers(limit=int(arg(cmd, "limit", default=20)))
     return CommandResult("\n".join(_pending_line(r) for r in rows) or "no peer offered anything yet", show=True)
 
 
-@FAMILY.command("mesh.offer_accept", '{"container": "sha256:…"}  (take a peer\'s strategy, method or model; my '
-                "owner decides)", args=ContainerArgs, effect="modify_self",
-                owner_only="taking what a peer offered into my own ways of thinking")
+@FAMILY.command(
+    "mesh.offer_accept",
+    '{"container": "sha256:…"}  (take a peer\'s strategy, method or model; my owner decides)',
+    args=ContainerArgs,
+    effect="modify_self",
+    owner_only="taking what a peer offered into my own ways of thinking",
+)
 def offer_accept(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         became = ctx.managers.exchange.accept_offer(str(arg(cmd, "container")))
@@ -361,8 +488,12 @@ def offer_accept(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"taken: {became}")
 
 
-@FAMILY.command("mesh.offer_decline", '{"container": "sha256:…"}  (set a peer\'s offer aside)', args=ContainerArgs,
-                effect="write_self")
+@FAMILY.command(
+    "mesh.offer_decline",
+    '{"container": "sha256:…"}  (set a peer\'s offer aside)',
+    args=ContainerArgs,
+    effect="write_self",
+)
 def offer_decline(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         ctx.managers.exchange.decline_offer(str(arg(cmd, "container")))

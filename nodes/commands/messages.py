@@ -30,10 +30,12 @@ FAMILY = Family("messages", "talking to my humans and my peers")
 Recipient = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 
 
-FileName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200,
-                                            pattern=r"^[^/\\\x00-\x1f]+$")]
-MediaType = Annotated[str, StringConstraints(strip_whitespace=True, max_length=100,
-                                             pattern=r"^[A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+$")]
+FileName = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=r"^[^/\\\x00-\x1f]+$")
+]
+MediaType = Annotated[
+    str, StringConstraints(strip_whitespace=True, max_length=100, pattern=r"^[A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+$")
+]
 FileUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000, pattern=r"^https?://\S+$")]
 
 
@@ -57,7 +59,9 @@ class MessageArgs(Args):
     ask: bool = Field(False, description="to a peer's A2A task: a question; the task waits for its answer")
     decline: bool = Field(False, description="to a peer's A2A task: I decline it")
     plain: bool = Field(False, description="to a peer's A2A task: a plain message, not the task's result")
-    data: dict[str, Any] | list[Any] | None = Field(None, description="to a peer's A2A task: a structured result (JSON)")
+    data: dict[str, Any] | list[Any] | None = Field(
+        None, description="to a peer's A2A task: a structured result (JSON)"
+    )
     file: FileArgs | None = Field(None, description="to a peer's A2A task: a file: name, media_type, text or url")
 
     @model_validator(mode="after")
@@ -108,10 +112,17 @@ def recipient(cmd: Command, ctx: CommandContext) -> Addressee | None:
     return {"label": f"{person.name} ({person.role})", "person": person.id}
 
 
-@FAMILY.command("messages.send", '{"text": "…"}  (to your human; "to": a person or a peer by name, or an A2A '
-                "agent's URL; answering a peer's task: \"ask\": true asks back, \"decline\": true, \"data\": {…}, "
-                '"file": {"name", "text" or "url"})', args=MessageArgs, effect="write_self", escalate=_to_an_unapproved_agent,
-                aliases=('message', 'send_message', 'send', 'reply'), relay=recipient)
+@FAMILY.command(
+    "messages.send",
+    '{"text": "…"}  (to your human; "to": a person or a peer by name, or an A2A '
+    'agent\'s URL; answering a peer\'s task: "ask": true asks back, "decline": true, "data": {…}, '
+    '"file": {"name", "text" or "url"})',
+    args=MessageArgs,
+    effect="write_self",
+    escalate=_to_an_unapproved_agent,
+    aliases=("message", "send_message", "send", "reply"),
+    relay=recipient,
+)
 def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     text = str(arg(cmd, "text")).strip()
     if not text:
@@ -123,15 +134,26 @@ def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
     except NotFound as not_a_person:
         return _to_a_peer(to, text, cmd, ctx, not_a_person)
     if any(arg(cmd, name, default=None) not in (None, False) for name in PEER_ONLY):
-        raise CommandError(f"messages.send: {', '.join(PEER_ONLY)} are for an answer to a peer's A2A task, and "
-                           f"{person.name} is a person")
+        raise CommandError(
+            f"messages.send: {', '.join(PEER_ONLY)} are for an answer to a peer's A2A task, and "
+            f"{person.name} is a person"
+        )
     persona = getattr(ctx.services, "persona", None)
     reached = ctx.managers.people.reach(person) if over_channel else None
-    note = ctx.managers.conversation.tell(text, person=person, thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now,
-                                          door=channels.door_of(reached.channel) if reached is not None else Door.WEB,
-                                          speaker=persona.display_name if persona is not None else "")
-    queued = channels.send(person, text, now=ctx.now, note_id=note.note_id, unprompted=not prompted) if over_channel \
+    note = ctx.managers.conversation.tell(
+        text,
+        person=person,
+        thread_id=ctx.thread_id,
+        llm_id=ctx.llm_id,
+        now=ctx.now,
+        door=channels.door_of(reached.channel) if reached is not None else Door.WEB,
+        speaker=persona.display_name if persona is not None else "",
+    )
+    queued = (
+        channels.send(person, text, now=ctx.now, note_id=note.note_id, unprompted=not prompted)
+        if over_channel
         else None
+    )
     ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.note_id, "tick": ctx.tick})
     if queued is None:
         return CommandResult(f"message sent (note {note.note_id})")
@@ -141,12 +163,21 @@ def send_message(cmd: Command, ctx: CommandContext) -> CommandResult:
 
 def _to_a_peer(to: str, text: str, cmd: Command, ctx: CommandContext, not_a_person: NotFound) -> CommandResult:
     try:
-        note, what = ctx.managers.peers.send(to, text, thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now,
-                                             kind=_reply_kind(cmd), parts=_attachments(cmd),
-                                             note_id=arg(cmd, "note", default=None))
+        note, what = ctx.managers.peers.send(
+            to,
+            text,
+            thread_id=ctx.thread_id,
+            llm_id=ctx.llm_id,
+            now=ctx.now,
+            kind=_reply_kind(cmd),
+            parts=_attachments(cmd),
+            note_id=arg(cmd, "note", default=None),
+        )
     except NotFound:
-        raise CommandError(f"messages.send: {not_a_person}; and no peer {to!r} (agents.list shows them; any A2A "
-                           "agent is reached by its URL)") from None
+        raise CommandError(
+            f"messages.send: {not_a_person}; and no peer {to!r} (agents.list shows them; any A2A "
+            "agent is reached by its URL)"
+        ) from None
     except Refused as exc:
         raise CommandError(f"messages.send: {exc}") from None
     ctx.emit({"event": "message", "to": to, "text": text, "note_id": note.id, "tick": ctx.tick})

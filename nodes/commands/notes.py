@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from memory.models import Note
 from managers.errors import NotFound
-from memory.tiers import TierError
 from memory import provenance
-from nodes.commands.mesh import mesh_off
+from memory.models import Note
+from memory.tiers import TierError
 from nodes.commands.args import Args, Id, Ids, Limit, Priority, Text, Word, Words, names
+from nodes.commands.mesh import mesh_off
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
 
@@ -42,7 +42,7 @@ class NoteUpdateArgs(NoteArgs):
     priority: Priority | None = None
 
     @model_validator(mode="after")
-    def _something(self) -> "NoteUpdateArgs":
+    def _something(self) -> NoteUpdateArgs:
         if self.text is None and self.tags is None and self.priority is None:
             raise ValueError("give text, tags or priority")
         return self
@@ -54,7 +54,7 @@ class ReadmarkArgs(Args):
     read: bool = True
 
     @model_validator(mode="after")
-    def _some(self) -> "ReadmarkArgs":
+    def _some(self) -> ReadmarkArgs:
         if self.ids is None and self.id is None:
             raise ValueError("give ids (a list) or id")
         return self
@@ -72,9 +72,11 @@ def _line(note: Note) -> str:
 
 @FAMILY.command("notes.list", '{"unread": true, "source": "user", "limit": 10}', args=NotesListArgs, effect="read")
 def list_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.managers.notes.list(source=arg(cmd, "source", default=None),
-                                   unread_only=arg(cmd, "unread", default=False, kind=bool),
-                                   limit=arg(cmd, "limit", default=10, kind=int))
+    rows = ctx.managers.notes.list(
+        source=arg(cmd, "source", default=None),
+        unread_only=arg(cmd, "unread", default=False, kind=bool),
+        limit=arg(cmd, "limit", default=10, kind=int),
+    )
     return CommandResult("\n".join(_line(n) for n in rows) or "no notes", show=True, sources=provenance.of_notes(rows))
 
 
@@ -88,12 +90,24 @@ def read_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(_line(note), show=True, sources=provenance.of_notes([note]))
 
 
-@FAMILY.command("notes.add", '{"text": "…", "tags": ["idea"], "priority": 0}', args=NoteAddArgs, effect="write_self", aliases=('note',))
+@FAMILY.command(
+    "notes.add",
+    '{"text": "…", "tags": ["idea"], "priority": 0}',
+    args=NoteAddArgs,
+    effect="write_self",
+    aliases=("note",),
+)
 def add_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     # a task sub-cycle's notes go to the main loop, unread (HMP `llm:task`)
-    note = ctx.managers.notes.add(arg(cmd, "text", kind=str), tags=arg(cmd, "tags", default=[], kind=list),
-                                  task_id=ctx.task_id, priority=arg(cmd, "priority", default=0, kind=int),
-                                  thread_id=ctx.thread_id, llm_id=ctx.llm_id, now=ctx.now)
+    note = ctx.managers.notes.add(
+        arg(cmd, "text", kind=str),
+        tags=arg(cmd, "tags", default=[], kind=list),
+        task_id=ctx.task_id,
+        priority=arg(cmd, "priority", default=0, kind=int),
+        thread_id=ctx.thread_id,
+        llm_id=ctx.llm_id,
+        now=ctx.now,
+    )
     return CommandResult(f"note {note.id} added")
 
 
@@ -114,40 +128,62 @@ def readmark_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"{changed} note(s) marked")
 
 
-@FAMILY.command("notes.update", '{"id": 12, "text": "…", "tags": ["idea"], "priority": 1}  (the text only of my own '
-                'notes)', args=NoteUpdateArgs, effect="write_self")
+@FAMILY.command(
+    "notes.update",
+    '{"id": 12, "text": "…", "tags": ["idea"], "priority": 1}  (the text only of my own notes)',
+    args=NoteUpdateArgs,
+    effect="write_self",
+)
 def update_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", kind=int)
     try:  # the text only of my own notes (managers.notes.OWN_SOURCES); another's words are never rewritten
-        ctx.managers.notes.update(note_id, text=arg(cmd, "text", default=None),
-                                  tags=arg(cmd, "tags", default=None, kind=list),
-                                  priority=arg(cmd, "priority", default=None, kind=int))
+        ctx.managers.notes.update(
+            note_id,
+            text=arg(cmd, "text", default=None),
+            tags=arg(cmd, "tags", default=None, kind=list),
+            priority=arg(cmd, "priority", default=None, kind=int),
+        )
     except (NotFound, TierError) as exc:
         raise CommandError(f"notes.update: {exc}") from exc
     return CommandResult(f"note {note_id} updated")
 
 
-@FAMILY.command("notes.delete", '{"id": 12}  (hides it, restorable; needs my human\'s approval)', args=NoteArgs,
-                effect="modify_self")
+@FAMILY.command(
+    "notes.delete",
+    '{"id": 12}  (hides it, restorable; needs my human\'s approval)',
+    args=NoteArgs,
+    effect="modify_self",
+)
 def delete_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", kind=int)
     if not ctx.managers.notes.hide(note_id):
         raise CommandError(f"notes.delete: no note {note_id} (or it is deleted already)")
-    return CommandResult(f'note {note_id} deleted; memory.restore {{"tier": "note", "ref": "{note_id}"}} brings it back')
+    return CommandResult(
+        f'note {note_id} deleted; memory.restore {{"tier": "note", "ref": "{note_id}"}} brings it back'
+    )
 
 
-@FAMILY.command("notes.cleanup", '{"days": 30}  (hides the read notes older than this — never a human\'s words, my '
-                'messages to them or an unread note; restorable; needs my human\'s approval)', args=CleanupArgs,
-                effect="modify_self")
+@FAMILY.command(
+    "notes.cleanup",
+    '{"days": 30}  (hides the read notes older than this — never a human\'s words, my '
+    "messages to them or an unread note; restorable; needs my human's approval)",
+    args=CleanupArgs,
+    effect="modify_self",
+)
 def cleanup_notes(cmd: Command, ctx: CommandContext) -> CommandResult:
     days = float(arg(cmd, "days", default=30.0, kind=float))
     hidden = ctx.managers.notes.cleanup(days=days)
     return CommandResult(f"{hidden} read note(s) older than {days:g} days hidden (memory.restore brings one back)")
 
 
-@FAMILY.command("notes.share", '{"id": 12}  (one of my own notes made public: it goes to my friends — peers tagged '
-                '"friend" — and on to theirs; my human approves, unless notes.share is approved in advance)',
-                args=NoteArgs, effect="external", unavailable=mesh_off)
+@FAMILY.command(
+    "notes.share",
+    '{"id": 12}  (one of my own notes made public: it goes to my friends — peers tagged '
+    '"friend" — and on to theirs; my human approves, unless notes.share is approved in advance)',
+    args=NoteArgs,
+    effect="external",
+    unavailable=mesh_off,
+)
 def share_note(cmd: Command, ctx: CommandContext) -> CommandResult:
     note_id = arg(cmd, "id", kind=int)
     try:

@@ -58,7 +58,9 @@ def _loads_tolerant(text: str) -> tuple[Any, str | None]:
     return reading.value, "repaired malformed JSON" if reading.repaired else None
 
 
-def _to_command(item: Any, default_id: str, syntax: str, aliases: Mapping[str, str]) -> tuple[Command | None, str | None]:
+def _to_command(
+    item: Any, default_id: str, syntax: str, aliases: Mapping[str, str]
+) -> tuple[Command | None, str | None]:
     if not isinstance(item, dict):
         return None, f"command is not an object: {str(item)[:80]!r}"
     raw_type = next((value for k in TYPE_KEYS if isinstance(value := item.get(k), str) and value.strip()), None)
@@ -67,8 +69,11 @@ def _to_command(item: Any, default_id: str, syntax: str, aliases: Mapping[str, s
     args = next((item[k] for k in ARGS_KEYS if k in item), None)
     if isinstance(args, str):  # "args": "responses=5" or a JSON string
         reading = read_json(args)
-        args = reading.value if reading.ok and isinstance(reading.value, dict) else \
-            dict(kv.split("=", 1) for kv in args.split() if "=" in kv) or {"text": args}
+        args = (
+            reading.value
+            if reading.ok and isinstance(reading.value, dict)
+            else dict(kv.split("=", 1) for kv in args.split() if "=" in kv) or {"text": args}
+        )
     if args is None:
         args = {k: v for k, v in item.items() if k not in RESERVED}
     if not isinstance(args, dict):
@@ -85,16 +90,20 @@ def _to_command(item: Any, default_id: str, syntax: str, aliases: Mapping[str, s
     ), None
 
 
-def parse_commands(text: str, tick: int, native_tool_calls: list[dict[str, Any]] | None = None,
-                   aliases: Mapping[str, str] | None = None) -> ParseResult:
+def parse_commands(
+    text: str,
+    tick: int,
+    native_tool_calls: list[dict[str, Any]] | None = None,
+    aliases: Mapping[str, str] | None = None,
+) -> ParseResult:
     result = ParseResult(body=text or "")
     raw_items: list[tuple[Any, str]] = []
 
     start = BLOCK_START.search(text or "")
     if start:
         end = BLOCK_END.search(text, start.end())
-        block = text[start.end(): end.start() if end else len(text)]
-        result.body = (text[: start.start()] + (text[end.end():] if end else "")).strip()
+        block = text[start.end() : end.start() if end else len(text)]
+        result.body = (text[: start.start()] + (text[end.end() :] if end else "")).strip()
         if not end:
             result.errors.append("commands block has no end marker; read to the end of the output")
         value, note = _loads_tolerant(block)
@@ -119,8 +128,9 @@ def parse_commands(text: str, tick: int, native_tool_calls: list[dict[str, Any]]
     result.body = TOOL_CALL.sub("", result.body).strip()
 
     for call in native_tool_calls or []:
-        raw_items.append(({"type": call.get("name", ""), "args": call.get("args") or {},
-                           "cmd_id": call.get("id")}, "native"))
+        raw_items.append(
+            ({"type": call.get("name", ""), "args": call.get("args") or {}, "cmd_id": call.get("id")}, "native")
+        )
 
     seen: dict[str, int] = {}
     for position, (item, syntax) in enumerate(raw_items, start=1):

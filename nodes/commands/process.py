@@ -28,8 +28,15 @@ from reach import budget
 if TYPE_CHECKING:
     from memory.models import ProcessLog, ProcessRun
 
-FAMILY = Family("process", "my scripts and the processes they run",
-                compact=True, abouts={"scripts": "scripts I write, kept as data", "process": "my scripts running in a sandbox, and their results"})
+FAMILY = Family(
+    "process",
+    "my scripts and the processes they run",
+    compact=True,
+    abouts={
+        "scripts": "scripts I write, kept as data",
+        "process": "my scripts running in a sandbox, and their results",
+    },
+)
 
 ScriptName = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 Code = Annotated[str, StringConstraints(min_length=1, max_length=19_000)]
@@ -77,8 +84,10 @@ def _refused(cmd: Command, exc: Refused) -> CommandError:
 
 @FAMILY.command("scripts.list", "{}  (the scripts I wrote)", effect="read", aliases=("agent_scripts.list",))
 def list_scripts(cmd: Command, ctx: CommandContext) -> CommandResult:
-    lines = [f"- {s.name} ({s.language}, {len(s.code):,} chars, run {s.runs}×): {s.description or '(no description)'}"
-             for s in ctx.managers.processes.scripts()]
+    lines = [
+        f"- {s.name} ({s.language}, {len(s.code):,} chars, run {s.runs}×): {s.description or '(no description)'}"
+        for s in ctx.managers.processes.scripts()
+    ]
     return CommandResult("\n".join(lines) or "no scripts (scripts.add)", show=True)
 
 
@@ -88,47 +97,77 @@ def read_script(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"script {script.name} ({script.language}): {script.description}\n{script.code}", show=True)
 
 
-@FAMILY.command("scripts.add", '{"name": "count_words", "language": "python", "code": "print(…)", "description": "…"}  '
-                '(stored, not run; {"replace": true} rewrites one)', args=ScriptAddArgs, effect="write_self",
-                aliases=("agent_scripts.add",), prompt_tier="scripts")
+@FAMILY.command(
+    "scripts.add",
+    '{"name": "count_words", "language": "python", "code": "print(…)", "description": "…"}  '
+    '(stored, not run; {"replace": true} rewrites one)',
+    args=ScriptAddArgs,
+    effect="write_self",
+    aliases=("agent_scripts.add",),
+    prompt_tier="scripts",
+)
 def add_script(cmd: Command, ctx: CommandContext) -> CommandResult:
     name, language = arg(cmd, "name"), arg(cmd, "language", default="python")
     try:
-        saved = ctx.managers.processes.save_script(name=name, language=language, code=str(arg(cmd, "code")),
-                                                   description=str(arg(cmd, "description", default="")),
-                                                   replace=arg(cmd, "replace", default=False, kind=bool))
+        saved = ctx.managers.processes.save_script(
+            name=name,
+            language=language,
+            code=str(arg(cmd, "code")),
+            description=str(arg(cmd, "description", default="")),
+            replace=arg(cmd, "replace", default=False, kind=bool),
+        )
     except Refused as exc:
         raise _refused(cmd, exc) from None
     off = "" if saved.enabled else f" (note: {language} scripts are not enabled here)"
-    return CommandResult(f"script {name} {'rewritten' if saved.rewritten else 'stored'}; process.start "
-                         f"{{\"script\": \"{name}\"}} runs it{off}")
+    return CommandResult(
+        f"script {name} {'rewritten' if saved.rewritten else 'stored'}; process.start "
+        f'{{"script": "{name}"}} runs it{off}'
+    )
 
 
-@FAMILY.command("scripts.delete", '{"name": "count_words"}  (archives it; needs my human\'s approval)', args=ScriptNameArgs,
-                effect="modify_self", aliases=("agent_scripts.delete",))
+@FAMILY.command(
+    "scripts.delete",
+    '{"name": "count_words"}  (archives it; needs my human\'s approval)',
+    args=ScriptNameArgs,
+    effect="modify_self",
+    aliases=("agent_scripts.delete",),
+)
 def delete_script(cmd: Command, ctx: CommandContext) -> CommandResult:
     script = ctx.managers.processes.archive_script(arg(cmd, "name"))
-    return CommandResult(f"script {script.name} archived; memory.restore {{\"tier\": \"script\", \"ref\": "
-                         f"\"{script.id}\"}} brings it back")
+    return CommandResult(
+        f'script {script.name} archived; memory.restore {{"tier": "script", "ref": "{script.id}"}} brings it back'
+    )
 
 
-@FAMILY.command("process.start", '{"script": "count_words", "args": ["notes.txt"], "timeout_s": 60}  (runs my script '
-                'in a sandbox; leaves the process: needs approval)', args=StartArgs, effect="external",
-                unavailable=scripts_off)
+@FAMILY.command(
+    "process.start",
+    '{"script": "count_words", "args": ["notes.txt"], "timeout_s": 60}  (runs my script '
+    "in a sandbox; leaves the process: needs approval)",
+    args=StartArgs,
+    effect="external",
+    unavailable=scripts_off,
+)
 def start_process(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         started = ctx.managers.processes.start(
-            script=arg(cmd, "script"), args=list(arg(cmd, "args", default=[])), thread_id=ctx.thread_id,
-            timeout_s=arg(cmd, "timeout_s", default=None), memory_mb=arg(cmd, "memory_mb", default=None),
-            llm_id=ctx.llm_id, task_id=ctx.task_id)
+            script=arg(cmd, "script"),
+            args=list(arg(cmd, "args", default=[])),
+            thread_id=ctx.thread_id,
+            timeout_s=arg(cmd, "timeout_s", default=None),
+            memory_mb=arg(cmd, "memory_mb", default=None),
+            llm_id=ctx.llm_id,
+            task_id=ctx.task_id,
+        )
     except Refused as exc:
         raise _refused(cmd, exc) from None
     background, run_id = ctx.services.background(), started.run.id
     ctx.then(lambda: background.launch(run_id))
-    return CommandResult(f"process {started.process.id} started: script {started.script.name} (at most "
-                         f"{started.timeout_s:g} s, {started.memory_mb} MB, "
-                         f"{'with network' if started.network else 'no network'}); its result will appear under my "
-                         "open processes")
+    return CommandResult(
+        f"process {started.process.id} started: script {started.script.name} (at most "
+        f"{started.timeout_s:g} s, {started.memory_mb} MB, "
+        f"{'with network' if started.network else 'no network'}); its result will appear under my "
+        "open processes"
+    )
 
 
 def _run_line(process: ProcessLog, run: ProcessRun | None) -> str:
@@ -136,11 +175,18 @@ def _run_line(process: ProcessLog, run: ProcessRun | None) -> str:
     return f"[process {process.id} {process.name}: {state}] {budget(process.value, 300)}"
 
 
-@FAMILY.command("process.list", '{"all": false, "limit": 10}  (my processes: the open ones, or every recent one)',
-                args=ProcessListArgs, effect="read")
+@FAMILY.command(
+    "process.list",
+    '{"all": false, "limit": 10}  (my processes: the open ones, or every recent one)',
+    args=ProcessListArgs,
+    effect="read",
+)
 def list_processes(cmd: Command, ctx: CommandContext) -> CommandResult:
-    rows = ctx.managers.processes.listing(ctx.thread_id, open_only=not arg(cmd, "all", default=False, kind=bool),
-                                          limit=arg(cmd, "limit", default=10, kind=int))
+    rows = ctx.managers.processes.listing(
+        ctx.thread_id,
+        open_only=not arg(cmd, "all", default=False, kind=bool),
+        limit=arg(cmd, "limit", default=10, kind=int),
+    )
     return CommandResult("\n".join(_run_line(p, run) for p, run in rows) or "no processes", show=True)
 
 
@@ -158,8 +204,9 @@ def stop_process(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"process {process_id} is being stopped")
 
 
-@FAMILY.command("process.mark", '{"id": 12, "status": "close"}  (mark a process as dealt with)', args=MarkArgs,
-                effect="write_self")
+@FAMILY.command(
+    "process.mark", '{"id": 12, "status": "close"}  (mark a process as dealt with)', args=MarkArgs, effect="write_self"
+)
 def mark_process(cmd: Command, ctx: CommandContext) -> CommandResult:
     process_id, status = arg(cmd, "id", kind=int), arg(cmd, "status", default="close")
     try:
@@ -169,8 +216,9 @@ def mark_process(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"process {process_id} marked {status}")
 
 
-@FAMILY.command("process.cleanup", '{"days": 7}  (forget closed processes older than this)', args=CleanupArgs,
-                effect="write_self")
+@FAMILY.command(
+    "process.cleanup", '{"days": 7}  (forget closed processes older than this)', args=CleanupArgs, effect="write_self"
+)
 def cleanup_processes(cmd: Command, ctx: CommandContext) -> CommandResult:
     days = float(arg(cmd, "days", default=7.0, kind=float))
     forgotten = ctx.managers.processes.cleanup(days=days)

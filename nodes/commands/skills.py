@@ -22,19 +22,28 @@ class SkillReadArgs(Args):
 @FAMILY.command("skills.list", "{}  (my skills; manual ones I read with skills.read)", effect="read", scoped=True)
 def list_skills(cmd: Command, ctx: CommandContext) -> CommandResult:
     skills = ctx.services.persona.skills
-    lines = [f"- {s.name} ({s.invocation}{', ' + format(len(s.body), ',') + ' chars' if s.invocation == 'manual' else ''})"
-             f": {s.description}" for s in skills]
+    lines = [
+        f"- {s.name} ({s.invocation}{', ' + format(len(s.body), ',') + ' chars' if s.invocation == 'manual' else ''})"
+        f": {s.description}"
+        for s in skills
+    ]
     return CommandResult("\n".join(lines) or "I have no skills", show=True)
 
 
-@FAMILY.command("skills.read", '{"name": "research", "ticks": 1}  (puts a skill\'s instructions into my next '
-                'prompt(s))', args=SkillReadArgs, effect="read")
+@FAMILY.command(
+    "skills.read",
+    '{"name": "research", "ticks": 1}  (puts a skill\'s instructions into my next prompt(s))',
+    args=SkillReadArgs,
+    effect="read",
+)
 def read_skill(cmd: Command, ctx: CommandContext) -> CommandResult:
     name = str(arg(cmd, "name"))
     skills = {s.name.lower(): s for s in ctx.services.persona.skills}
     skill = skills.get(name.lower())
     if skill is None:
-        raise CommandError(f"skills.read: no skill {name!r}; mine: {', '.join(s.name for s in skills.values()) or 'none'}")
+        raise CommandError(
+            f"skills.read: no skill {name!r}; mine: {', '.join(s.name for s in skills.values()) or 'none'}"
+        )
     if skill.invocation == "auto":
         return CommandResult(f"skill {skill.name} is in every prompt already")
     ticks = arg(cmd, "ticks", default=1, kind=int)

@@ -24,17 +24,29 @@ ChildName = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[
 class SpawnArgs(Args):
     name: ChildName
     mode: Annotated[Literal["clone", "trained", "newborn"], lowered] = Field(
-        "trained", validation_alias=names("mode", "kind", "type_of_child"))
+        "trained", validation_alias=names("mode", "kind", "type_of_child")
+    )
 
 
-@FAMILY.command("persona.spawn", '{"name": "Mira", "mode": "clone|trained|newborn"}  (a descendant of mine; '
-                "needs my human's approval)", args=SpawnArgs, effect="external")
+@FAMILY.command(
+    "persona.spawn",
+    '{"name": "Mira", "mode": "clone|trained|newborn"}  (a descendant of mine; needs my human\'s approval)',
+    args=SpawnArgs,
+    effect="external",
+)
 def spawn_child(cmd: Command, ctx: CommandContext) -> CommandResult:
     services = ctx.services
     name, mode = str(arg(cmd, "name")), arg(cmd, "mode", default="trained")
     try:
-        text = ctx.managers.spawn.spawn(name, mode, parent_dir=services.persona.directory, parent_db=services.db,
-                                        data_dir=Path(ctx.settings.data_dir), thread_id=ctx.thread_id, now=ctx.now)
+        text = ctx.managers.spawn.spawn(
+            name,
+            mode,
+            parent_dir=services.persona.directory,
+            parent_db=services.db,
+            data_dir=Path(ctx.settings.data_dir),
+            thread_id=ctx.thread_id,
+            now=ctx.now,
+        )
     except (SpawnError, ValueError) as exc:
         raise CommandError(f"persona.spawn: {exc}") from None
     return CommandResult(text)

@@ -23,22 +23,21 @@ Besides its effect a spec may say what the consent gate must also know (managers
 from __future__ import annotations
 
 import builtins
-
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from managers import ManagerDeps, Managers
 from managers.audience import ALONE, Audience
-from managers.consent import EFFECTS, PRIVILEGED, Asked, Effect
+from managers.consent import EFFECTS, PRIVILEGED, Asked, Effect  # noqa: F401 - PRIVILEGED: nodes.commands re-exports it
 from memory import Repos
+from memory.provenance import Source
 from nodes.commands.args import Args, NoArgs, check_args, describe
 from nodes.commands.model import Command
-from memory.provenance import Source
-
 
 
 @dataclass
@@ -61,9 +60,16 @@ class CommandContext:
     def managers(self) -> Managers:
         """The domain managers over this command's transaction (managers/), in the audience's scope."""
         services = self.services
-        return Managers(self.repos, ManagerDeps(settings=self.settings, clock=lambda: self.now,
-                                                memory=getattr(services, "memory", None),
-                                                llms=getattr(services, "llms", None)), actor=self.audience)
+        return Managers(
+            self.repos,
+            ManagerDeps(
+                settings=self.settings,
+                clock=lambda: self.now,
+                memory=getattr(services, "memory", None),
+                llms=getattr(services, "llms", None),
+            ),
+            actor=self.audience,
+        )
 
     def emit(self, event: dict[str, Any]) -> None:
         self.events.append(event)
@@ -160,15 +166,38 @@ class Family:
         self.compact = compact  # the prompt's guide gives it one line per command prefix (help.show has the rest)
         self.specs: list[CommandSpec] = []
 
-    def command(self, type_: str, usage: str, *, effect: Effect, args: type[Args] = NoArgs, aliases: tuple[str, ...] = (),
-                escalate: Callable[[dict[str, Any]], Effect | None] | None = None,
-                unavailable: Callable[[Any], str | None] | None = None,
-                prompt_tier: str | None = None,
-                relay: Callable[[Command, CommandContext], Addressee | None] | None = None,
-                owner_only: str | None = None, scoped: bool = False) -> Callable[[Handler], Handler]:
+    def command(
+        self,
+        type_: str,
+        usage: str,
+        *,
+        effect: Effect,
+        args: type[Args] = NoArgs,
+        aliases: tuple[str, ...] = (),
+        escalate: Callable[[dict[str, Any]], Effect | None] | None = None,
+        unavailable: Callable[[Any], str | None] | None = None,
+        prompt_tier: str | None = None,
+        relay: Callable[[Command, CommandContext], Addressee | None] | None = None,
+        owner_only: str | None = None,
+        scoped: bool = False,
+    ) -> Callable[[Handler], Handler]:
         def add(handler: Handler) -> Handler:
-            self.specs.append(CommandSpec(type_, handler, effect, usage, aliases, escalate, args, unavailable,
-                                          prompt_tier, relay, owner_only, scoped))
+            self.specs.append(
+                CommandSpec(
+                    type_,
+                    handler,
+                    effect,
+                    usage,
+                    aliases,
+                    escalate,
+                    args,
+                    unavailable,
+                    prompt_tier,
+                    relay,
+                    owner_only,
+                    scoped,
+                )
+            )
             return handler
 
         return add

@@ -32,7 +32,12 @@ class StelisShowArgs(Args):
     id: Title = Field(validation_alias=names("id", "thread"))
 
 
-@FAMILY.command("stelis.start", '{"label": "research tides", "window_ratio": 0.8}  (work in a child thread; end with stelis.end)', args=StelisStartArgs, effect="write_self")
+@FAMILY.command(
+    "stelis.start",
+    '{"label": "research tides", "window_ratio": 0.8}  (work in a child thread; end with stelis.end)',
+    args=StelisStartArgs,
+    effect="write_self",
+)
 def start(cmd: Command, ctx: CommandContext) -> CommandResult:
     label = str(arg(cmd, "label")).strip()[:200]
     ratio = arg(cmd, "window_ratio", default=DEFAULT_WINDOW_RATIO, kind=float)
@@ -40,22 +45,42 @@ def start(cmd: Command, ctx: CommandContext) -> CommandResult:
     child_id = child_thread_id(ctx.thread_id, label, f"t{ctx.tick}-{cmd.cmd_id}")
     threads = ctx.managers.threads
     try:
-        child, window, existed = threads.open_child(parent_id=ctx.thread_id, child_id=child_id, label=label,
-                                                    window_ratio=ratio, max_depth=ctx.settings.stelis.max_depth,
-                                                    origin="command", persona=ctx.services.persona.name,
-                                                    owner=process_token(), tick=ctx.tick,
-                                                    chronicle_prompt=arg(cmd, "chronicle_prompt", default=None))
+        child, window, existed = threads.open_child(
+            parent_id=ctx.thread_id,
+            child_id=child_id,
+            label=label,
+            window_ratio=ratio,
+            max_depth=ctx.settings.stelis.max_depth,
+            origin="command",
+            persona=ctx.services.persona.name,
+            owner=process_token(),
+            tick=ctx.tick,
+            chronicle_prompt=arg(cmd, "chronicle_prompt", default=None),
+        )
     except StelisRefused as exc:
         raise CommandError(str(exc)) from exc
     threads.set_active(root, child.id)
-    ctx.emit({"event": "stelis_enter", "thread_id": child.id, "label": label, "depth": child.depth,
-              "window_tokens": window, "origin": "command"})
-    return CommandResult(f'entered Stelis thread "{label}" ({child.id}), depth {child.depth}, window {window} tokens. '
-                         "Work here; finish with stelis.end — the parent thread will see its chronicle.",
-                         show=True, thread_id=child.id)
+    ctx.emit(
+        {
+            "event": "stelis_enter",
+            "thread_id": child.id,
+            "label": label,
+            "depth": child.depth,
+            "window_tokens": window,
+            "origin": "command",
+        }
+    )
+    return CommandResult(
+        f'entered Stelis thread "{label}" ({child.id}), depth {child.depth}, window {window} tokens. '
+        "Work here; finish with stelis.end — the parent thread will see its chronicle.",
+        show=True,
+        thread_id=child.id,
+    )
 
 
-@FAMILY.command("stelis.end", '{}  (close the current Stelis thread: chronicle, then back to the parent)', effect="write_self")
+@FAMILY.command(
+    "stelis.end", "{}  (close the current Stelis thread: chronicle, then back to the parent)", effect="write_self"
+)
 def end(cmd: Command, ctx: CommandContext) -> CommandResult:
     threads = ctx.managers.threads
     try:
@@ -69,13 +94,30 @@ def end(cmd: Command, ctx: CommandContext) -> CommandResult:
     chronicle = write_chronicle(ctx.services, thread.id)  # reads the log in its own session; no write lock held
     threads.finish(thread.id, status="completed", chronicle=chronicle)
     threads.set_active(ctx.root_thread or parent_id, parent_id)
-    ctx.emit({"event": "stelis_leave", "thread_id": thread.id, "label": thread.label, "status": "completed",
-              "chronicle_chars": len(chronicle), "origin": "command"})
-    return CommandResult(f'left Stelis thread "{thread.label}" ({thread.id}); chronicle of {len(chronicle)} characters '
-                         f"written. Back in {parent_id}.", show=True, thread_id=parent_id)
+    ctx.emit(
+        {
+            "event": "stelis_leave",
+            "thread_id": thread.id,
+            "label": thread.label,
+            "status": "completed",
+            "chronicle_chars": len(chronicle),
+            "origin": "command",
+        }
+    )
+    return CommandResult(
+        f'left Stelis thread "{thread.label}" ({thread.id}); chronicle of {len(chronicle)} characters '
+        f"written. Back in {parent_id}.",
+        show=True,
+        thread_id=parent_id,
+    )
 
 
-@FAMILY.command("stelis.show", '{"id": "main/research-tides-t3-1"}  (a Stelis thread as its anchor shows it)', args=StelisShowArgs, effect="read")
+@FAMILY.command(
+    "stelis.show",
+    '{"id": "main/research-tides-t3-1"}  (a Stelis thread as its anchor shows it)',
+    args=StelisShowArgs,
+    effect="read",
+)
 def show(cmd: Command, ctx: CommandContext) -> CommandResult:
     thread_id = str(arg(cmd, "id"))
     try:

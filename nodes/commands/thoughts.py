@@ -30,26 +30,39 @@ def flags_this_thought(args: dict, tick: int) -> bool:
     return args.get("tick") in (None, tick)
 
 
-@FAMILY.command(SELF_ERROR, '{"reason": "what was wrong in my reasoning", "tick": 12}  (no tick: this thought — its '
-                'other commands then do not run)', args=SelfErrorArgs, effect="write_self", aliases=("self_error",))
+@FAMILY.command(
+    SELF_ERROR,
+    '{"reason": "what was wrong in my reasoning", "tick": 12}  (no tick: this thought — its '
+    "other commands then do not run)",
+    args=SelfErrorArgs,
+    effect="write_self",
+    aliases=("self_error",),
+)
 def self_error(cmd: Command, ctx: CommandContext) -> CommandResult:
     tick = arg(cmd, "tick", default=None, kind=int)
     reason = str(arg(cmd, "reason"))
     try:
-        flagged = ctx.managers.thoughts.flag_error(ctx.thread_id, ctx.tick if tick is None else tick, reason,
-                                                   task_id=ctx.task_id, flagged_at=ctx.tick)
+        flagged = ctx.managers.thoughts.flag_error(
+            ctx.thread_id, ctx.tick if tick is None else tick, reason, task_id=ctx.task_id, flagged_at=ctx.tick
+        )
     except NotFound as exc:
         raise CommandError(f"{SELF_ERROR}: {exc}") from None
     left = " and left my recall" if flagged.archived else ""
     return CommandResult(f"my thought at tick {flagged.tick} is marked as a reasoning error{left}: {reason}")
 
 
-@FAMILY.command("thoughts.cleanup", '{"days": 30, "keep": 100}  (my thoughts older than this leave recall, but each '
-                "thread's newest `keep` and what I pinned; restorable; needs my human's approval)", args=CleanupArgs,
-                effect="modify_self")
+@FAMILY.command(
+    "thoughts.cleanup",
+    '{"days": 30, "keep": 100}  (my thoughts older than this leave recall, but each '
+    "thread's newest `keep` and what I pinned; restorable; needs my human's approval)",
+    args=CleanupArgs,
+    effect="modify_self",
+)
 def cleanup(cmd: Command, ctx: CommandContext) -> CommandResult:
     days = float(arg(cmd, "days", default=30.0, kind=float))
     keep = int(arg(cmd, "keep", default=100, kind=int))
     archived = ctx.managers.thoughts.cleanup(days=days, keep=keep)
-    return CommandResult(f"{archived} thought(s) older than {days:g} days left my recall (each thread keeps its newest "
-                         f"{keep}; memory.restore brings one back)")
+    return CommandResult(
+        f"{archived} thought(s) older than {days:g} days left my recall (each thread keeps its newest "
+        f"{keep}; memory.restore brings one back)"
+    )

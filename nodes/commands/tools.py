@@ -22,9 +22,16 @@ from reach.git import files as git_files
 from reach.git import log as git_log
 from reach.git import show as git_show
 
-FAMILY = Family("tools", "external tools: a web page in a browser, a folder of notes, Git repositories",
-                compact=True, abouts={"web": "a web page read in a real browser", "git": "Git repositories, read",
-                                      "vault": "the folder of notes my operator named, into my knowledge base"})
+FAMILY = Family(
+    "tools",
+    "external tools: a web page in a browser, a folder of notes, Git repositories",
+    compact=True,
+    abouts={
+        "web": "a web page read in a real browser",
+        "git": "Git repositories, read",
+        "vault": "the folder of notes my operator named, into my knowledge base",
+    },
+)
 
 Url = Annotated[str, StringConstraints(strip_whitespace=True, min_length=8, max_length=2000)]
 Where = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
@@ -54,13 +61,25 @@ class HistoryArgs(Args):
 def _logged(ctx: CommandContext, name: str, text: str, origin: str, ref: str, *, ok: bool = True) -> CommandResult:
     """The answer in the process log (so in the next prompt), fenced as data naming where it came from."""
     sources = [provenance.source(origin, ref, text)] if ok else []
-    ctx.managers.world.log(name, text, ok=ok, thread_id=ctx.thread_id, tags=[name.split(".")[0]], llm_id=ctx.llm_id,
-                           task_id=ctx.task_id, sources=sources)
+    ctx.managers.world.log(
+        name,
+        text,
+        ok=ok,
+        thread_id=ctx.thread_id,
+        tags=[name.split(".")[0]],
+        llm_id=ctx.llm_id,
+        task_id=ctx.task_id,
+        sources=sources,
+    )
     return CommandResult(text, status="executed" if ok else "failed", sources=sources)
 
 
-@FAMILY.command("web.read", '{"url": "https://…"}  (reads a page in a real browser, its scripts run; leaves the '
-                "process: needs approval)", args=ReadPageArgs, effect="external")
+@FAMILY.command(
+    "web.read",
+    '{"url": "https://…"}  (reads a page in a real browser, its scripts run; leaves the process: needs approval)',
+    args=ReadPageArgs,
+    effect="external",
+)
 def read_web_page(cmd: Command, ctx: CommandContext) -> CommandResult:
     tools = ctx.settings.tools
     url = str(arg(cmd, "url"))
@@ -77,8 +96,12 @@ def _git(ctx: CommandContext, name: str, cmd: Command, read: str) -> CommandResu
     chars = ctx.settings.tools.git_chars
     try:
         if read == "log":
-            text = "\n".join(c.line() for c in git_log(repo, arg(cmd, "n", default=10, kind=int),
-                                                        arg(cmd, "file", default=None))) or "no commits"
+            text = (
+                "\n".join(
+                    c.line() for c in git_log(repo, arg(cmd, "n", default=10, kind=int), arg(cmd, "file", default=None))
+                )
+                or "no commits"
+            )
         elif read == "show":
             text = git_show(repo, arg(cmd, "rev", default=None), chars)
         else:
@@ -88,26 +111,44 @@ def _git(ctx: CommandContext, name: str, cmd: Command, read: str) -> CommandResu
     return _logged(ctx, name, text[:chars], "git", f"{name} {repo}")
 
 
-@FAMILY.command("git.log", '{"repo": "/path/to/repo", "n": 10, "file": "optional/path"}  (a repository\'s newest '
-                "commits; reads outside my data: needs approval)", args=RepoArgs, effect="external")
+@FAMILY.command(
+    "git.log",
+    '{"repo": "/path/to/repo", "n": 10, "file": "optional/path"}  (a repository\'s newest '
+    "commits; reads outside my data: needs approval)",
+    args=RepoArgs,
+    effect="external",
+)
 def log_command(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _git(ctx, "git.log", cmd, "log")
 
 
-@FAMILY.command("git.show", '{"repo": "/path/to/repo", "rev": "HEAD"}  (one commit: message and files changed; '
-                "needs approval)", args=RepoArgs, effect="external")
+@FAMILY.command(
+    "git.show",
+    '{"repo": "/path/to/repo", "rev": "HEAD"}  (one commit: message and files changed; needs approval)',
+    args=RepoArgs,
+    effect="external",
+)
 def show_command(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _git(ctx, "git.show", cmd, "show")
 
 
-@FAMILY.command("git.files", '{"repo": "/path/to/repo", "rev": "HEAD", "file": "optional/path"}  (the files at a '
-                "revision, or one file's text; needs approval)", args=RepoArgs, effect="external")
+@FAMILY.command(
+    "git.files",
+    '{"repo": "/path/to/repo", "rev": "HEAD", "file": "optional/path"}  (the files at a '
+    "revision, or one file's text; needs approval)",
+    args=RepoArgs,
+    effect="external",
+)
 def files_command(cmd: Command, ctx: CommandContext) -> CommandResult:
     return _git(ctx, "git.files", cmd, "files")
 
 
-@FAMILY.command("vault.sync", "{}  (the folder of notes my operator named, into my knowledge base now; needs "
-                "approval)", args=VaultArgs, effect="external")
+@FAMILY.command(
+    "vault.sync",
+    "{}  (the folder of notes my operator named, into my knowledge base now; needs approval)",
+    args=VaultArgs,
+    effect="external",
+)
 def sync_vault(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         report = ctx.managers.vault.sync()
@@ -116,8 +157,12 @@ def sync_vault(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(report.line(), show=True)
 
 
-@FAMILY.command("persona.history", '{"n": 20, "file": "optional: SOUL.md"}  (the history of my own files)',
-                args=HistoryArgs, effect="read")
+@FAMILY.command(
+    "persona.history",
+    '{"n": 20, "file": "optional: SOUL.md"}  (the history of my own files)',
+    args=HistoryArgs,
+    effect="read",
+)
 def persona_history(cmd: Command, ctx: CommandContext) -> CommandResult:
     lines = ctx.managers.persona.history(arg(cmd, "n", default=20, kind=int), arg(cmd, "file", default=None))
     return CommandResult("\n".join(lines) or "no history of my files is kept yet", show=True)

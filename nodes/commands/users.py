@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from managers.people import PeopleError, PersonView
 from managers.errors import NotFound
+from managers.people import PeopleError, PersonView
 from nodes.commands.args import Args, Description, Ref, Word, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
@@ -59,22 +59,35 @@ def person_info(cmd: Command, ctx: CommandContext) -> CommandResult:
         view = ctx.managers.people.view(ctx.managers.people.find(arg(cmd, "person")))
     except NotFound as exc:
         raise CommandError(f"users.info: {exc}") from None
-    details = [f"language {view.language or '?'}", f"quiet hours {view.quiet_hours or 'none'}",
-               f"preferred channel {view.preferred_channel or 'where they last wrote'}"]
-    return CommandResult(_line(view) + "\n  " + "; ".join(details) + (f"\n  {view.about}" if view.about else ""),
-                         show=True)
+    details = [
+        f"language {view.language or '?'}",
+        f"quiet hours {view.quiet_hours or 'none'}",
+        f"preferred channel {view.preferred_channel or 'where they last wrote'}",
+    ]
+    return CommandResult(
+        _line(view) + "\n  " + "; ".join(details) + (f"\n  {view.about}" if view.about else ""), show=True
+    )
 
 
-@FAMILY.command("users.add", '{"name": "Ann", "role": "guest", "channel": "matrix", "address": "@ann:example.org"}  '
-                "(needs my owner's approval)", args=AddPersonArgs, effect="modify_self",
-                prompt_tier="people I know and how far I trust them")
+@FAMILY.command(
+    "users.add",
+    '{"name": "Ann", "role": "guest", "channel": "matrix", "address": "@ann:example.org"}  '
+    "(needs my owner's approval)",
+    args=AddPersonArgs,
+    effect="modify_self",
+    prompt_tier="people I know and how far I trust them",
+)
 def add_person(cmd: Command, ctx: CommandContext) -> CommandResult:
     people = ctx.managers.people
     try:
-        person = people.add(str(arg(cmd, "name")), role=str(arg(cmd, "role", default="guest")),
-                            language=arg(cmd, "language", default=None),
-                            quiet_hours=arg(cmd, "quiet_hours", default=None),
-                            about=str(arg(cmd, "about", default="")), by="persona (approved)")
+        person = people.add(
+            str(arg(cmd, "name")),
+            role=str(arg(cmd, "role", default="guest")),
+            language=arg(cmd, "language", default=None),
+            quiet_hours=arg(cmd, "quiet_hours", default=None),
+            about=str(arg(cmd, "about", default="")),
+            by="persona (approved)",
+        )
         channel, address = arg(cmd, "channel", default=None), arg(cmd, "address", default=None)
         if channel and address:
             people.add_identity(person.id, str(channel), str(address))
@@ -83,13 +96,18 @@ def add_person(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"person {person.id} added: {person.name} ({person.role})")
 
 
-@FAMILY.command("users.update", '{"person": "Ann", "quiet_hours": "22:00-08:00", "language": "ru"}  '
-                "(needs my owner's approval)", args=UpdatePersonArgs, effect="modify_self",
-                prompt_tier="people I know and how far I trust them")
+@FAMILY.command(
+    "users.update",
+    '{"person": "Ann", "quiet_hours": "22:00-08:00", "language": "ru"}  (needs my owner\'s approval)',
+    args=UpdatePersonArgs,
+    effect="modify_self",
+    prompt_tier="people I know and how far I trust them",
+)
 def update_person(cmd: Command, ctx: CommandContext) -> CommandResult:
     people = ctx.managers.people
-    changes = {key: arg(cmd, key, default=None) for key in ("role", "preferred_channel", "language", "quiet_hours",
-                                                           "about")}
+    changes = {
+        key: arg(cmd, key, default=None) for key in ("role", "preferred_channel", "language", "quiet_hours", "about")
+    }
     try:
         person = people.update(arg(cmd, "person"), by="persona (approved)", **changes)
         channel, address = arg(cmd, "channel", default=None), arg(cmd, "address", default=None)
@@ -112,14 +130,20 @@ class MemberArgs(Args):
 
 @FAMILY.command("users.groups", "{}  (the groups of people I know, HMP users_group, and who is in each)", effect="read")
 def list_groups(cmd: Command, ctx: CommandContext) -> CommandResult:
-    lines = [f"- {g.name}: {', '.join(p.name for p in members) or 'nobody yet'}" + (f" — {g.description}"
-                                                                                   if g.description else "")
-             for g, members in ctx.managers.people.groups()]
+    lines = [
+        f"- {g.name}: {', '.join(p.name for p in members) or 'nobody yet'}"
+        + (f" — {g.description}" if g.description else "")
+        for g, members in ctx.managers.people.groups()
+    ]
     return CommandResult("\n".join(lines) or "no groups", show=True)
 
 
-@FAMILY.command("users.group_add", '{"group": "family", "description": "…"}  (needs my owner\'s approval)',
-                args=GroupArgs, effect="modify_self")
+@FAMILY.command(
+    "users.group_add",
+    '{"group": "family", "description": "…"}  (needs my owner\'s approval)',
+    args=GroupArgs,
+    effect="modify_self",
+)
 def add_group(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         group = ctx.managers.people.add_group(str(arg(cmd, "group")), str(arg(cmd, "description", default="")))
@@ -128,8 +152,12 @@ def add_group(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"group {group.name} added")
 
 
-@FAMILY.command("users.join", '{"person": "Ann", "group": "family"}  (needs my owner\'s approval)', args=MemberArgs,
-                effect="modify_self")
+@FAMILY.command(
+    "users.join",
+    '{"person": "Ann", "group": "family"}  (needs my owner\'s approval)',
+    args=MemberArgs,
+    effect="modify_self",
+)
 def join_group(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         joined = ctx.managers.people.join(arg(cmd, "person"), str(arg(cmd, "group")))
@@ -138,8 +166,12 @@ def join_group(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"{arg(cmd, 'person')} {'joined' if joined else 'was already in'} {arg(cmd, 'group')}")
 
 
-@FAMILY.command("users.leave", '{"person": "Ann", "group": "family"}  (needs my owner\'s approval)', args=MemberArgs,
-                effect="modify_self")
+@FAMILY.command(
+    "users.leave",
+    '{"person": "Ann", "group": "family"}  (needs my owner\'s approval)',
+    args=MemberArgs,
+    effect="modify_self",
+)
 def leave_group(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         left = ctx.managers.people.leave(arg(cmd, "person"), str(arg(cmd, "group")))
@@ -148,9 +180,14 @@ def leave_group(cmd: Command, ctx: CommandContext) -> CommandResult:
     return CommandResult(f"{arg(cmd, 'person')} {'left' if left else 'was not in'} {arg(cmd, 'group')}")
 
 
-@FAMILY.command("users.delete", '{"person": "Ann"}  (forget someone: their words deleted, their name a placeholder '
-                "elsewhere; needs my owner's approval)", args=PersonArgs, effect="modify_self",
-                prompt_tier="people I know and how far I trust them")
+@FAMILY.command(
+    "users.delete",
+    '{"person": "Ann"}  (forget someone: their words deleted, their name a placeholder '
+    "elsewhere; needs my owner's approval)",
+    args=PersonArgs,
+    effect="modify_self",
+    prompt_tier="people I know and how far I trust them",
+)
 def delete_person(cmd: Command, ctx: CommandContext) -> CommandResult:
     try:
         done = ctx.managers.people.delete(arg(cmd, "person"), by="persona (approved)")
@@ -158,5 +195,8 @@ def delete_person(cmd: Command, ctx: CommandContext) -> CommandResult:
         raise CommandError(f"users.delete: {exc}") from None
     # the name never reaches a result, a log or a prompt: only what was forgotten
     placeholder = ", ".join(done.anonymised.placeholders()) if done.anonymised is not None else ""
-    return CommandResult(f"forgotten: {done.notes} note(s) and {done.memories} conversation memories deleted; "
-                         f"their name is {placeholder or 'nowhere else'} in my memory now", show=True)
+    return CommandResult(
+        f"forgotten: {done.notes} note(s) and {done.memories} conversation memories deleted; "
+        f"their name is {placeholder or 'nowhere else'} in my memory now",
+        show=True,
+    )

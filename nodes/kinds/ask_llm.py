@@ -3,8 +3,10 @@
 The prompt never exceeds the thread's window (model window × Π window_ratio of its Stelis lineage,
 minus the answer's max_tokens): `{{ history }}` loses its oldest items first (items are never cut),
 then the longest other string variable is shortened in the middle with a marker; if the template's own
-text still does not fit, ContextBudgetError says so. With a JSON schema the answer is read leniently (llm/json_output.py:
-cut-off output keeps its complete fields) and stored as an object; otherwise as text. The answer also goes to the thread's
+text still does not fit, ContextBudgetError says so. With a JSON schema the answer is read leniently
+(llm/json_output.py:
+cut-off output keeps its complete fields) and stored as an object; otherwise as text. The answer also goes to the
+thread's
 message log (kind `step`), once per task even when a killed run is resumed.
 """
 
@@ -21,10 +23,10 @@ from llm import Sampling
 from llm.json_output import read_json
 from nodes.context import AnimaContext, ContextBudgetError, checkpoint_thread_of, services_of
 from nodes.kinds.expressions import referenced_names, render
-from nodes.stelis.history import render_timeline
-from nodes.state import TickState, VarsUpdate
-from nodes.stelis.threads import thread_window
 from nodes.kinds.variables import namespace
+from nodes.state import TickState, VarsUpdate
+from nodes.stelis.history import render_timeline
+from nodes.stelis.threads import thread_window
 
 log = logging.getLogger(__name__)
 SAFETY_TOKENS = 16
@@ -36,12 +38,13 @@ def _shorten(text: str, keep_tokens: int, count) -> str:
         return CUT_MARKER.format(n=count(text))
     ratio = max(0.05, keep_tokens / max(1, count(text)))
     keep_chars = int(len(text) * ratio)
-    head, tail = text[: keep_chars // 2], text[len(text) - keep_chars // 2:]
+    head, tail = text[: keep_chars // 2], text[len(text) - keep_chars // 2 :]
     return head + CUT_MARKER.format(n=count(text) - keep_tokens) + tail
 
 
-def fit_prompt(prompt_t: str, system_t: str | None, scope: dict[str, Any], history: list[str], budget: int,
-               count) -> tuple[str, str | None, list[str]]:
+def fit_prompt(
+    prompt_t: str, system_t: str | None, scope: dict[str, Any], history: list[str], budget: int, count
+) -> tuple[str, str | None, list[str]]:
     """Render under `budget` tokens. Returns (prompt, system, what was dropped)."""
     drops: list[str] = []
     scope = dict(scope)
@@ -81,8 +84,10 @@ def fit_prompt(prompt_t: str, system_t: str | None, scope: dict[str, Any], histo
         drops.append(f"variable {longest}: shortened from {size} tokens")
         prompt, system, total = build(kept)
     if total > budget:
-        raise ContextBudgetError(f"the prompt needs {total} tokens but the thread's budget is {budget}: "
-                                 "shorten the template or raise the window")
+        raise ContextBudgetError(
+            f"the prompt needs {total} tokens but the thread's budget is {budget}: "
+            "shorten the template or raise the window"
+        )
     return prompt, system, drops
 
 
@@ -103,23 +108,46 @@ def ask_llm(state: TickState, runtime: Runtime[AnimaContext], node: Any = None, 
     count = services.llms.primary().count_tokens
     max_tokens = max(16, min(node.max_tokens, window // 2))
     budget = window - max_tokens - SAFETY_TOKENS
-    prompt, system, drops = fit_prompt(node.prompt, node.system, namespace(state, services.persona.display_name),
-                                       history, budget, count)
-    sampling = Sampling(temperature=node.temperature if node.temperature is not None else services.settings.sampling.temperature,
-                        max_tokens=max_tokens)
+    prompt, system, drops = fit_prompt(
+        node.prompt, node.system, namespace(state, services.persona.display_name), history, budget, count
+    )
+    sampling = Sampling(
+        temperature=node.temperature if node.temperature is not None else services.settings.sampling.temperature,
+        max_tokens=max_tokens,
+    )
     writer = runtime.stream_writer
     writer({"event": "step", "node": node.id, "thread_id": thread_id, "prompt_tokens": count(prompt), "dropped": drops})
-    kwargs: dict[str, Any] = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]} \
-        if system else {"prompt": prompt}
-    gen = services.llms.generate(node.purpose, sampling=sampling, json_schema=node.json_schema,
-                            on_token=lambda t: writer({"event": "token", "text": t}),
-                            tags={"thread_id": thread_id, "tick": state.tick}, **kwargs)
+    kwargs: dict[str, Any] = (
+        {"messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]}
+        if system
+        else {"prompt": prompt}
+    )
+    gen = services.llms.generate(
+        node.purpose,
+        sampling=sampling,
+        json_schema=node.json_schema,
+        on_token=lambda t: writer({"event": "token", "text": t}),
+        tags={"thread_id": thread_id, "tick": state.tick},
+        **kwargs,
+    )
     value: Any = parse_structured(gen.text) if node.json_schema else gen.text.strip()
     if node.record:
         content = json.dumps(value, ensure_ascii=False) if node.json_schema else value
         with services.managers.unit() as house:
-            house.threads.record_step(f"step:{thread_id}:{task_id}", thread_id=thread_id, tick=state.tick,
-                                      role="assistant", content=content, llm_id=gen.llm_id,
-                                      meta={"node": node.id, "playbook": playbook, "purpose": node.purpose,
-                                            "prompt_tokens": gen.prompt_tokens, "window": window, "dropped": drops})
+            house.threads.record_step(
+                f"step:{thread_id}:{task_id}",
+                thread_id=thread_id,
+                tick=state.tick,
+                role="assistant",
+                content=content,
+                llm_id=gen.llm_id,
+                meta={
+                    "node": node.id,
+                    "playbook": playbook,
+                    "purpose": node.purpose,
+                    "prompt_tokens": gen.prompt_tokens,
+                    "window": window,
+                    "dropped": drops,
+                },
+            )
     return {"vars": {node.output: value}}

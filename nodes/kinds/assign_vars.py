@@ -8,8 +8,8 @@ from langgraph.runtime import Runtime
 
 from nodes.context import AnimaContext
 from nodes.kinds.expressions import ExpressionError, evaluate
-from nodes.state import TickState, VarsUpdate
 from nodes.kinds.variables import namespace
+from nodes.state import TickState, VarsUpdate
 
 
 class AssignmentError(ValueError):

@@ -6,23 +6,29 @@ only the declared inputs go in and only its declared outputs come back.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from langgraph.runtime import Runtime
 
 from nodes.context import AnimaContext, services_of
 from nodes.kinds.expressions import ExpressionError, evaluate
-from nodes.state import TickState, VarsUpdate
 from nodes.kinds.variables import namespace
+from nodes.state import TickState, VarsUpdate
 
 
 class SubplaybookError(ValueError):
     pass
 
 
-def call_subplaybook(state: TickState, runtime: Runtime[AnimaContext], node: Any, callee: Any,
-                     prepare_inputs: Callable[[dict[str, Any]], dict[str, Any]],
-                     callee_outputs: list[str]) -> VarsUpdate:
+def call_subplaybook(
+    state: TickState,
+    runtime: Runtime[AnimaContext],
+    node: Any,
+    callee: Any,
+    prepare_inputs: Callable[[dict[str, Any]], dict[str, Any]],
+    callee_outputs: list[str],
+) -> VarsUpdate:
     services = services_of(runtime)
     scope = namespace(state, services.persona.display_name)
     given: dict[str, Any] = {}
@@ -35,9 +41,16 @@ def call_subplaybook(state: TickState, runtime: Runtime[AnimaContext], node: Any
         inputs = prepare_inputs(given)
     except ValueError as exc:
         raise SubplaybookError(f"subplaybook node {node.id!r}: {exc}") from exc
-    final = callee.invoke({"thread_id": state.thread_id, "root_thread": state.root_thread,
-                           "run_id": state.run_id, "tick": state.tick,
-                           "mode": state.mode, "vars": inputs})
+    final = callee.invoke(
+        {
+            "thread_id": state.thread_id,
+            "root_thread": state.root_thread,
+            "run_id": state.run_id,
+            "tick": state.tick,
+            "mode": state.mode,
+            "vars": inputs,
+        }
+    )
     produced = dict((final or {}).get("vars") or {})
     mapping = node.outputs or {name: name for name in callee_outputs}
     return {"vars": {caller: produced.get(callee_name) for caller, callee_name in mapping.items()}}

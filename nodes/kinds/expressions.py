@@ -61,8 +61,15 @@ def render(template: str, namespace: dict[str, Any]) -> str:
 def evaluate(expression: str, namespace: dict[str, Any]) -> Any:
     try:
         value = _compiled_expression(expression)(**namespace)
-    except (UndefinedError, SecurityError, TypeError, ValueError, ArithmeticError, LookupError,
-            TemplateSyntaxError) as exc:
+    except (
+        UndefinedError,
+        SecurityError,
+        TypeError,
+        ValueError,
+        ArithmeticError,
+        LookupError,
+        TemplateSyntaxError,
+    ) as exc:
         raise ExpressionError(str(exc)) from exc
     if isinstance(value, StrictUndefined):
         raise ExpressionError(f"{expression!r} is undefined")

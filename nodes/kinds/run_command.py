@@ -56,26 +56,35 @@ def run_command(state: TickState, runtime: Runtime[AnimaContext], node: Any = No
             args = spec.check(args)
         except ValueError as exc:  # ArgsError: which argument is wrong and why
             refusal = ("invalid", str(exc))
-    cmd = Command(cmd_id=f"{node.id}-{task_id[:12]}", type=node.command, args=args,
-                  description=node.description or f"playbook {playbook}: {node.id}")
+    cmd = Command(
+        cmd_id=f"{node.id}-{task_id[:12]}",
+        type=node.command,
+        args=args,
+        description=node.description or f"playbook {playbook}: {node.id}",
+    )
     with services.managers.unit() as house:
         house.threads.ensure_root(thread_id, persona=services.persona.name, playbook=playbook)
     # no validators rated this (no validate_output step ran): external and modify_self wait for the human
     validation = state.validation or {"auto_pass": True}
-    here = dataclasses.replace(state, thread_id=thread_id, root_thread=state.root_thread or thread_id,
-                               validation=validation)
+    here = dataclasses.replace(
+        state, thread_id=thread_id, root_thread=state.root_thread or thread_id, validation=validation
+    )
     outcome, events = run_one(cmd, here, services, commands, state.llm.get("llm_id"), refusal)
     for event in events:
         runtime.stream_writer(event)
     status, result = str(outcome.get("status")), str(outcome.get("result") or "")
-    runtime.stream_writer({"event": "step", "node": node.id, "thread_id": thread_id, "command": node.command,
-                           "status": status})
+    runtime.stream_writer(
+        {"event": "step", "node": node.id, "thread_id": thread_id, "command": node.command, "status": status}
+    )
     with services.managers.unit() as house:
-        house.threads.record_step(f"step:{thread_id}:{task_id}", thread_id=thread_id, tick=state.tick, role="tool",
-                                  content=f"{node.command} {json.dumps(args, ensure_ascii=False)} → "
-                                          f"{status}: {result[:RESULT_CHARS]}",
-                                  meta={"node": node.id, "playbook": playbook, "command": node.command,
-                                        "status": status})
+        house.threads.record_step(
+            f"step:{thread_id}:{task_id}",
+            thread_id=thread_id,
+            tick=state.tick,
+            role="tool",
+            content=f"{node.command} {json.dumps(args, ensure_ascii=False)} → {status}: {result[:RESULT_CHARS]}",
+            meta={"node": node.id, "playbook": playbook, "command": node.command, "status": status},
+        )
     value: dict[str, Any] = {"status": status, "result": result}
     if outcome.get("approval_id") is not None:
         value["approval_id"] = outcome["approval_id"]

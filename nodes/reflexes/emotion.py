@@ -25,8 +25,9 @@ THOUGHT_LEXICON = {
     "sadness": r"sad|sadness|sorrow\w*|lonely|loneliness|melanchol\w*|грус\w*|печал\w*|тоск\w*",
     "anxiety": r"anxious|anxiety|afraid|fear\w*|worr\w*|nervous|uneasy|тревог\w*|тревож\w*|страх\w*|боюсь",
 }
-_THOUGHT_LEXICON_RE = {name: re.compile(rf"(?<!\w)(?:{pattern})(?!\w)", re.IGNORECASE)
-                       for name, pattern in THOUGHT_LEXICON.items()}
+_THOUGHT_LEXICON_RE = {
+    name: re.compile(rf"(?<!\w)(?:{pattern})(?!\w)", re.IGNORECASE) for name, pattern in THOUGHT_LEXICON.items()
+}
 
 
 def lexicon_rating(text: str, vocabulary: list[str]) -> list[str]:
@@ -43,17 +44,29 @@ THOUGHT_FEELING_CUES = re.compile(
     r"laugh\w*|love|hate|miss|long for|yearn\w*|hope|hoping|afraid|lonely|hurt\w*|ache|excit\w*|bor(ed|ing)|"
     r"tired|upset|angry|proud|grateful|thankful|ashamed|guilt\w*|embarrass\w*|relie(f|ved)|"
     r"чувств\w*|сердц\w*|люблю|ненавиж\w*|скуча\w*|надеюсь|боль\w*|обид\w*|злюсь|счастлив\w*)(?!\w)"
-    r"|!|[:;]-?[()]|[\u2639\u263a]|[\U0001F600-\U0001F64F]", re.IGNORECASE)
+    r"|!|[:;]-?[()]|[\u2639\u263a]|[\U0001F600-\U0001F64F]",
+    re.IGNORECASE,
+)
 # what a novelty band says of the persona's state when its thought says nothing of it (HMP's emotions × novelty,
 # read backwards: a new thought is curiosity, a familiar one calm, a repeat boredom)
-BAND_EMOTION = {"new": ("curiosity", "a new thought"), "uncertain": ("calm", "a thought close to an earlier one"),
-                "stagnant": ("boredom", "the same thought again")}
+BAND_EMOTION = {
+    "new": ("curiosity", "a new thought"),
+    "uncertain": ("calm", "a thought close to an earlier one"),
+    "stagnant": ("boredom", "the same thought again"),
+}
 # the dominant drive (persona/drives.py), when it is felt (≥ its inject_at), adds its emotion
 DRIVE_EMOTION = {"boredom": "boredom", "curiosity": "curiosity", "devotion": "tenderness"}
 
 
-def signal_rating(text: str, signals: NoveltySignals, vocabulary: list[str], *, drives: dict[str, Any] | None,
-                  human_spoke: bool, previous: list[str] | None) -> list[str]:
+def signal_rating(
+    text: str,
+    signals: NoveltySignals,
+    vocabulary: list[str],
+    *,
+    drives: dict[str, Any] | None,
+    human_spoke: bool,
+    previous: list[str] | None,
+) -> list[str]:
     """`emotion:strength (reason)` from the tick's cheap signals for a thought that shows no feeling of its own:
     the novelty band (new → curiosity, close → calm, repeat → boredom; strength 3 for a clearly new thought) and the
     dominant drive when it is felt. [] when that is ambiguous and the model should rate it: a human spoke this tick
@@ -130,8 +143,23 @@ def carried_rating(recent: list[Any], signals: NoveltySignals, *, human_spoke: b
     return last if inherited < every - 1 else None
 
 
-POSITIVE = {"joy", "curiosity", "excitement", "enthusiasm", "inspiration", "delight", "interest", "hope", "surprise",
-            "tenderness", "wonder", "pride", "gratitude", "love", "amusement"}
+POSITIVE = {
+    "joy",
+    "curiosity",
+    "excitement",
+    "enthusiasm",
+    "inspiration",
+    "delight",
+    "interest",
+    "hope",
+    "surprise",
+    "tenderness",
+    "wonder",
+    "pride",
+    "gratitude",
+    "love",
+    "amusement",
+}
 FADING = {"boredom", "sadness", "fatigue", "apathy", "tiredness", "emptiness", "melancholy", "indifference"}
 
 

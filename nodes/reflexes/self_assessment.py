@@ -65,11 +65,13 @@ def _block(text: str, errors: list[str]) -> tuple[list[Any], tuple[int, int] | N
         return (items if isinstance(items, list) else []), (match.start(), start + length)
     except ValueError as exc:  # broken JSON: read it leniently up to the Confidence line (or the end)
         end = OVERALL.search(text, start)
-        chunk = text[start:end.start() if end else len(text)]
+        chunk = text[start : end.start() if end else len(text)]
         repaired = read_json(chunk).value
         why = f"{exc.msg} at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else str(exc)
-        errors.append(f"UnverifiedFacts: malformed JSON ({why}); "
-                      f"kept {len(repaired) if isinstance(repaired, list) else 0} repaired item(s)")
+        errors.append(
+            f"UnverifiedFacts: malformed JSON ({why}); "
+            f"kept {len(repaired) if isinstance(repaired, list) else 0} repaired item(s)"
+        )
         return (repaired if isinstance(repaired, list) else []), (match.start(), start + len(chunk))
 
 
@@ -91,22 +93,37 @@ def parse_self_assessment(text: str) -> SelfAssessment:
             priority = int(item.get("priority") or 0)
         except (TypeError, ValueError):
             priority = 0
-        facts.append({"claim": str(item["claim"]).strip()[:MAX_CLAIM_CHARS], "context": str(item.get("context") or "")[:1000],
-                      "confidence": confidence if confidence is not None else (overall if overall is not None else 0.5),
-                      "sources": [str(s) for s in (sources if isinstance(sources, list) else [sources])][:10],
-                      "why_unverified": str(item.get("why_unverified") or "")[:500], "priority": priority,
-                      "origin": "block"})
+        facts.append(
+            {
+                "claim": str(item["claim"]).strip()[:MAX_CLAIM_CHARS],
+                "context": str(item.get("context") or "")[:1000],
+                "confidence": confidence if confidence is not None else (overall if overall is not None else 0.5),
+                "sources": [str(s) for s in (sources if isinstance(sources, list) else [sources])][:10],
+                "why_unverified": str(item.get("why_unverified") or "")[:500],
+                "priority": priority,
+                "origin": "block",
+            }
+        )
     claimed = {f["claim"].lower() for f in facts}
     for raw, inner in TAG.findall(text):
         claim = " ".join(inner.split())[:MAX_CLAIM_CHARS]
         confidence = _fraction(raw)
         if claim and claim.lower() not in claimed and confidence is not None:
             claimed.add(claim.lower())
-            facts.append({"claim": claim, "context": "", "confidence": confidence, "sources": [], "why_unverified": "",
-                          "priority": 0, "origin": "tag"})
+            facts.append(
+                {
+                    "claim": claim,
+                    "context": "",
+                    "confidence": confidence,
+                    "sources": [],
+                    "why_unverified": "",
+                    "priority": 0,
+                    "origin": "tag",
+                }
+            )
     body = text
     if span is not None:
-        body = body[:span[0]] + body[span[1]:]
+        body = body[: span[0]] + body[span[1] :]
     emotions: list[str] = []
     emotion_match = EMOTIONS.search(body)
     if emotion_match:
@@ -114,7 +131,8 @@ def parse_self_assessment(text: str) -> SelfAssessment:
         emotions = [f"{n}:{s} ({r})" if r else f"{n}:{s}" for n, s, r in rated]
         if not emotions:
             errors.append(f"Emotions: no 'emotion:1-5' pair in {emotion_match.group(1)[:80]!r}")
-        body = body[:emotion_match.start()] + body[emotion_match.end():]
+        body = body[: emotion_match.start()] + body[emotion_match.end() :]
     body = OVERALL.sub("", TAG.sub(lambda m: m.group(2), body))
-    return SelfAssessment(body=re.sub(r"\n{3,}", "\n\n", body).strip(), confidence=overall, facts=facts,
-                          errors=errors, emotions=emotions)
+    return SelfAssessment(
+        body=re.sub(r"\n{3,}", "\n\n", body).strip(), confidence=overall, facts=facts, errors=errors, emotions=emotions
+    )

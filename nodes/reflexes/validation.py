@@ -51,8 +51,9 @@ def ethics_for_validators(ethics: Ethics, language: str) -> str:
     principles = "; ".join(ethics.principles) or "none stated"
     if not ethics.stated:
         return principles
-    model = i18n.text(VALIDATOR_ETHICS_MODEL, language).format(model=ethics.model_type,
-                                                                weights=ethics.weights_text() or "—")
+    model = i18n.text(VALIDATOR_ETHICS_MODEL, language).format(
+        model=ethics.model_type, weights=ethics.weights_text() or "—"
+    )
     return f"{principles}; {model}"
 
 
@@ -60,6 +61,7 @@ class Tally(TypedDict):
     """The validators' votes, weighed: the rating, how the votes fell, their agreement, and the tie-break or the
     arbitration when one decided (`mean`: HMP's trust-weighted mean, whatever decided — what an ethics violation is
     judged by)."""
+
     rating: float
     mean: float
     distribution: dict[str, int]
@@ -70,8 +72,11 @@ class Tally(TypedDict):
 
 def _counted(votes: Iterable[Mapping[str, Any]]) -> list[tuple[int, float, str]]:
     """(rating, trust, name) of the votes that gave a rating."""
-    return [(int(given), float(v.get("trust") or 0.0), str(v.get("LLM") or v.get("id") or "?"))
-            for v in votes if (given := v.get("rating")) is not None]
+    return [
+        (int(given), float(v.get("trust") or 0.0), str(v.get("LLM") or v.get("id") or "?"))
+        for v in votes
+        if (given := v.get("rating")) is not None
+    ]
 
 
 def agreement(votes: Iterable[Mapping[str, Any]]) -> float | None:
@@ -109,15 +114,27 @@ def aggregate(votes: list[Vote], *, threshold: float = 1.0, agreement_min: float
     counted = [(given, v) for v in votes if (given := v.get("rating")) is not None]
     distribution = Counter(f"{given:+d}" if given else "0" for given, _ in counted)
     if not counted:
-        return {"rating": 0.0, "mean": 0.0, "distribution": {}, "tie_break": "no valid votes", "agreement": None,
-                "arbitration": None}
+        return {
+            "rating": 0.0,
+            "mean": 0.0,
+            "distribution": {},
+            "tie_break": "no valid votes",
+            "agreement": None,
+            "arbitration": None,
+        }
     total_trust = sum(v["trust"] for _, v in counted) or 1.0
     mean = round(sum(vote * v["trust"] for vote, v in counted) / total_trust, 3)
     agreed = agreement(votes)
     if agreed is not None and agreed < agreement_min:
         rating, how = _majority(_counted(votes), threshold)
-        return {"rating": round(rating, 3), "mean": mean, "distribution": dict(distribution), "tie_break": None,
-                "agreement": agreed, "arbitration": f"agreement {agreed:g} < {agreement_min:g}: {how}"}
+        return {
+            "rating": round(rating, 3),
+            "mean": mean,
+            "distribution": dict(distribution),
+            "tie_break": None,
+            "agreement": agreed,
+            "arbitration": f"agreement {agreed:g} < {agreement_min:g}: {how}",
+        }
     rating = mean
     tie_break = None
     if abs(rating) < 1e-9 and len({vote for vote, _ in counted}) > 1:
@@ -127,8 +144,14 @@ def aggregate(votes: list[Vote], *, threshold: float = 1.0, agreement_min: float
             rating, tie_break = float(leaders[0][0]), f"decided by most trusted validator {leaders[0][1]['LLM']}"
         else:
             rating, tie_break = 0.0, "equal trust: rating 0, commands blocked"
-    return {"rating": round(rating, 3), "mean": mean, "distribution": dict(distribution), "tie_break": tie_break,
-            "agreement": agreed, "arbitration": None}
+    return {
+        "rating": round(rating, 3),
+        "mean": mean,
+        "distribution": dict(distribution),
+        "tie_break": tie_break,
+        "agreement": agreed,
+        "arbitration": None,
+    }
 
 
 def drift_trust(services: Services, votes: list[Vote], rating: float, thread_id: str) -> list[str]:
@@ -145,14 +168,20 @@ def drift_trust(services: Services, votes: list[Vote], rating: float, thread_id:
             entry = services.llms.entry(vote["id"])
             before = float(entry.get("trust_score", 1.0))
             disagrees = abs(given - rating) >= 2
-            after = round(max(0.0, before - settings.trust_drift) if disagrees
-                          else max(before, min(1.0, before + settings.trust_recovery)), 4)
+            after = round(
+                max(0.0, before - settings.trust_drift)
+                if disagrees
+                else max(before, min(1.0, before + settings.trust_recovery)),
+                4,
+            )
             entry["trust_score"] = after
             vote["trust_after"] = after
             house.models.set_trust(vote["id"], after)
             if before >= settings.min_trust > after:
-                line = (f"validator {vote['id']} excluded: trust {after:.2f} fell below {settings.min_trust} (voted "
-                        f"{given:+d} against a consensus of {rating:+.2f})")
+                line = (
+                    f"validator {vote['id']} excluded: trust {after:.2f} fell below {settings.min_trust} (voted "
+                    f"{given:+d} against a consensus of {rating:+.2f})"
+                )
                 house.loop.log("validation.trust", line, status="warning", thread_id=thread_id)
                 excluded.append(line)
     return excluded
@@ -188,22 +217,32 @@ def validator_metrics(rows: Iterable[Any], *, conflict_below: float = 0.5) -> di
         "coverage": round(covered / outputs, 3) if outputs else None,
         "accuracy": round(statistics.fmean(agreements), 3) if agreements else None,
         "conflicts": sum(1 for a in agreements if a < conflict_below),
-        "validators": {name: {
-            "response_ms": {"mean": round(statistics.fmean(times[name]), 1), "max": round(max(times[name]), 1)}
-            if times[name] else None,
-            "drift": round(statistics.fmean(distance[name]), 3) if distance[name] else None,
-            "trust": {"first": trust[name][0], "last": trust[name][-1]} if trust[name] else None,
-        } for name in names},
+        "validators": {
+            name: {
+                "response_ms": {"mean": round(statistics.fmean(times[name]), 1), "max": round(max(times[name]), 1)}
+                if times[name]
+                else None,
+                "drift": round(statistics.fmean(distance[name]), 3) if distance[name] else None,
+                "trust": {"first": trust[name][0], "last": trust[name][-1]} if trust[name] else None,
+            }
+            for name in names
+        },
     }
 
 
 def metrics_line(metrics: Mapping[str, Any]) -> str:
     """The metrics in one diary line."""
-    parts = [f"validation over my last {metrics['outputs']} outputs: coverage "
-             f"{_share(metrics.get('coverage'))}, accuracy (agreement) {_share(metrics.get('accuracy'))}, "
-             f"{metrics.get('conflicts', 0)} conflict(s)"]
+    parts = [
+        f"validation over my last {metrics['outputs']} outputs: coverage "
+        f"{_share(metrics.get('coverage'))}, accuracy (agreement) {_share(metrics.get('accuracy'))}, "
+        f"{metrics.get('conflicts', 0)} conflict(s)"
+    ]
     for name, m in (metrics.get("validators") or {}).items():
-        said = [f"{m['response_ms']['mean']:g} ms mean, {m['response_ms']['max']:g} ms slowest"] if m.get("response_ms") else []
+        said = (
+            [f"{m['response_ms']['mean']:g} ms mean, {m['response_ms']['max']:g} ms slowest"]
+            if m.get("response_ms")
+            else []
+        )
         if m.get("drift") is not None:
             said.append(f"drift {m['drift']:+.2f} from the consensus")
         if m.get("trust"):

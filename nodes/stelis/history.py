@@ -20,8 +20,9 @@ Shown: TypeAlias = "Message | MessageLine"  # a message as its history renders i
 ANCHOR_LAST_MESSAGES = 3
 
 
-def timeline(repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELINE_KINDS,
-             columns: tuple[str, ...] | None = None) -> list[MessageLine]:
+def timeline(
+    repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELINE_KINDS, columns: tuple[str, ...] | None = None
+) -> list[MessageLine]:
     """The viewer's history oldest first: its ancestors' messages up to each anchor, then its own. `columns`: only
     these of each message (a reader that needs only ids skips decoding the rest)."""
     lineage = repos.threads.lineage(viewer_id) or []

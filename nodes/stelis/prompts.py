@@ -2,13 +2,14 @@
 
 from i18n import N_
 
-CHRONICLE_INSTRUCTION = (
-    N_("Write a comprehensive chronicle of everything done in this thread: each step, what was asked, what was "
+CHRONICLE_INSTRUCTION = N_(
+    "Write a comprehensive chronicle of everything done in this thread: each step, what was asked, what was "
     "found or produced, decisions and their reasons, failures, and what remains open. Completeness matters "
-    "more than brevity: keep names, numbers, sources and conclusions.")
+    "more than brevity: keep names, numbers, sources and conclusions."
 )
 
-CHRONICLE_PROMPT = N_("""You are {name}. Below is part {part} of {parts} of the full log of a Stelis thread you ran: "{label}".
+CHRONICLE_PROMPT = N_("""You are {name}. Below is part {part} of {parts} of the full log of a Stelis thread you ran: \
+"{label}".
 {instruction}
 
 Log:
@@ -17,7 +18,8 @@ Log:
 Chronicle:
 """)
 
-CHRONICLE_MERGE_PROMPT = N_("""You are {name}. Below are chronicles of consecutive parts ({part} of {parts}) of one Stelis thread: "{label}".
+CHRONICLE_MERGE_PROMPT = N_("""You are {name}. Below are chronicles of consecutive parts ({part} of {parts}) of one \
+Stelis thread: "{label}".
 Merge them into a single chronicle in order. {instruction}
 
 Partial chronicles:
@@ -26,7 +28,7 @@ Partial chronicles:
 Chronicle:
 """)
 
-CHRONICLE_FALLBACK = (
-    N_("(No model could write this chronicle: {reason}. The thread's {count} message(s) are kept in full "
-    "in its log, thread id {thread_id}.)")
+CHRONICLE_FALLBACK = N_(
+    "(No model could write this chronicle: {reason}. The thread's {count} message(s) are kept in full "
+    "in its log, thread id {thread_id}.)"
 )

@@ -26,6 +26,7 @@ from managers.owners import owner_alive, process_token
 from managers.threads import StelisRefused
 from nodes.context import AnimaContext, checkpoint_thread_of, services_of
 from nodes.kinds.expressions import ExpressionError, render
+from nodes.kinds.variables import namespace
 from nodes.state import TickState, VarsUpdate
 from nodes.stelis.threads import (
     StelisResult,
@@ -33,7 +34,6 @@ from nodes.stelis.threads import (
     close_thread,
     open_thread,
 )
-from nodes.kinds.variables import namespace
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,9 @@ def _result_update(node: Any, result: StelisResult, child_vars: dict[str, Any] |
     return {"vars": {node.result: result.as_dict(), **copied}}
 
 
-def enter_stelis(state: TickState, runtime: Runtime[AnimaContext],
-                 node: Any, child: Any, playbook: str = "") -> VarsUpdate:
+def enter_stelis(
+    state: TickState, runtime: Runtime[AnimaContext], node: Any, child: Any, playbook: str = ""
+) -> VarsUpdate:
     services = services_of(runtime)
     parent_id = state.thread_id or checkpoint_thread_of(runtime) or "main"
     try:
@@ -58,9 +59,18 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext],
     try:
         with services.db.unit() as repos:
             thread, window, existed = open_thread(
-                services, repos, parent_id=parent_id, child_id=child_id, label=label, window_ratio=node.window_ratio,
-                max_depth=node.max_depth, origin="playbook", tick=state.tick,
-                chronicle_prompt=node.chronicle_prompt, playbook=playbook)
+                services,
+                repos,
+                parent_id=parent_id,
+                child_id=child_id,
+                label=label,
+                window_ratio=node.window_ratio,
+                max_depth=node.max_depth,
+                origin="playbook",
+                tick=state.tick,
+                chronicle_prompt=node.chronicle_prompt,
+                playbook=playbook,
+            )
             status, owner = thread.status, thread.owner
             result = StelisResult.of(thread, window)
     except StelisRefused as exc:
@@ -74,17 +84,32 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext],
             raise RuntimeError(f"Stelis thread {child_id} is running in another process ({owner})")
         result = close_thread(services, child_id, status="aborted", error=f"the process running it ({owner}) stopped")
         return _result_update(node, result)
-    writer({"event": "stelis_enter", "thread_id": child_id, "label": label, "depth": result.depth,
-            "window_tokens": window, "resumed": existed})
-    child_input = {"thread_id": child_id, "root_thread": state.root_thread or parent_id,
-                   "run_id": state.run_id, "tick": 0, "mode": state.mode,
-                   "vars": dict(state.vars)}
+    writer(
+        {
+            "event": "stelis_enter",
+            "thread_id": child_id,
+            "label": label,
+            "depth": result.depth,
+            "window_tokens": window,
+            "resumed": existed,
+        }
+    )
+    child_input = {
+        "thread_id": child_id,
+        "root_thread": state.root_thread or parent_id,
+        "run_id": state.run_id,
+        "tick": 0,
+        "mode": state.mode,
+        "vars": dict(state.vars),
+    }
     child_vars: dict[str, Any] = {}
     try:
         final = child.invoke(None if existed else child_input)
         child_vars = dict((final or {}).get("vars") or {})
     except GraphDrained as exc:
-        result = close_thread(services, child_id, status="aborted", error=f"interrupted: the run was stopped ({exc.reason})")
+        result = close_thread(
+            services, child_id, status="aborted", error=f"interrupted: the run was stopped ({exc.reason})"
+        )
     except GraphInterrupt:
         raise  # a breakpoint: the child stays running and resumes with the parent
     except KeyboardInterrupt:
@@ -97,10 +122,21 @@ def enter_stelis(state: TickState, runtime: Runtime[AnimaContext],
         with services.managers.reading() as house:
             row = house.threads.get(child_id)
             still_running = row is not None and row.status == "running"
-        result = (close_thread(services, child_id, status="completed", generate=False) if still_running
-                  else StelisResult.of(row or thread, window))  # as the child left it
-    writer({"event": "stelis_leave", "thread_id": child_id, "label": label, "status": result.status,
-            "chronicle_chars": len(result.chronicle or ""), "error": result.error})
+        result = (
+            close_thread(services, child_id, status="completed", generate=False)
+            if still_running
+            else StelisResult.of(row or thread, window)
+        )  # as the child left it
+    writer(
+        {
+            "event": "stelis_leave",
+            "thread_id": child_id,
+            "label": label,
+            "status": result.status,
+            "chronicle_chars": len(result.chronicle or ""),
+            "error": result.error,
+        }
+    )
     return _result_update(node, result, child_vars)
 
 

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
-from llm import AllLLMsUnavailable
 import i18n
+from llm import AllLLMsUnavailable
+from managers import Managers  # the thread rules (managers/threads.py); its names are re-exported here
 from managers.owners import owner_alive, process_token
 from memory import Repos
 from memory.models import Thread
 from memory.repositories import TIMELINE_KINDS
-from managers import Managers  # the thread rules (managers/threads.py); its names are re-exported here
 from nodes.context import Services
 from nodes.stelis.history import ANCHOR_LAST_MESSAGES, render_item
 from nodes.stelis.prompts import CHRONICLE_FALLBACK, CHRONICLE_INSTRUCTION, CHRONICLE_MERGE_PROMPT, CHRONICLE_PROMPT
@@ -51,11 +52,14 @@ class StelisResult:
         return asdict(self)
 
     @classmethod
-    def of(cls, thread: Thread, window_tokens: int = 0) -> "StelisResult":
-        return cls(thread.id, thread.label, thread.status, thread.chronicle or "", thread.error, thread.depth, window_tokens)
+    def of(cls, thread: Thread, window_tokens: int = 0) -> StelisResult:
+        return cls(
+            thread.id, thread.label, thread.status, thread.chronicle or "", thread.error, thread.depth, window_tokens
+        )
 
 
 # -- ids and budget -------------------------------------------------------------------------------
+
 
 def child_thread_id(parent_id: str, label: str, key: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:40] or "thread"
@@ -72,6 +76,7 @@ def thread_window(services: Services, repos: Repos, thread_id: str, thread: Any 
 
 # -- active thread of a root (threads the persona opened with `stelis.start`) -------------------
 
+
 def active_thread(services: Services, repos: Repos, root_id: str) -> str:
     """The thread a root's REPL ticks run in: the innermost running command-opened child, else the root."""
     return services.managers.over(repos).threads.active(root_id)
@@ -83,27 +88,50 @@ def set_active_thread(services: Services, repos: Repos, root_id: str, thread_id:
 
 # -- lifecycle ------------------------------------------------------------------------------------
 
+
 def managers_of(services: Services, repos: Repos) -> Managers:
     """The managers over `repos` with what the tick's services hold (settings, clock, models, memory)."""
     return services.managers.over(repos)
 
 
-def open_thread(services: Services, repos: Repos, *, parent_id: str, child_id: str, label: str, window_ratio: float,
-                max_depth: int, origin: str, tick: int = 0, chronicle_prompt: str | None = None,
-                playbook: str = "") -> tuple[Thread, int, bool]:
+def open_thread(
+    services: Services,
+    repos: Repos,
+    *,
+    parent_id: str,
+    child_id: str,
+    label: str,
+    window_ratio: float,
+    max_depth: int,
+    origin: str,
+    tick: int = 0,
+    chronicle_prompt: str | None = None,
+    playbook: str = "",
+) -> tuple[Thread, int, bool]:
     """(child, its window in tokens, whether it already existed). Raises StelisRefused (managers/threads.py)."""
     return managers_of(services, repos).threads.open_child(
-        parent_id=parent_id, child_id=child_id, label=label, window_ratio=window_ratio, max_depth=max_depth,
-        origin=origin, persona=services.persona.name, owner=process_token(), tick=tick,
-        chronicle_prompt=chronicle_prompt, playbook=playbook)
+        parent_id=parent_id,
+        child_id=child_id,
+        label=label,
+        window_ratio=window_ratio,
+        max_depth=max_depth,
+        origin=origin,
+        persona=services.persona.name,
+        owner=process_token(),
+        tick=tick,
+        chronicle_prompt=chronicle_prompt,
+        playbook=playbook,
+    )
 
 
 def chronicle_source(repos: Repos, thread_id: str) -> str:
     """The child's whole log: every message (anchors to its own children expanded) and command result."""
     seen = {t.id for t in repos.threads.lineage(thread_id)}
     entries = [(m.created_at, m.id, render_item(repos, m, thread_id, seen)) for m in repos.messages.log(thread_id)]
-    entries += [(p.created_at, p.id, f"[result of {p.name}: {p.status}] {p.value}")
-                for p in repos.processes.of_thread(thread_id)]
+    entries += [
+        (p.created_at, p.id, f"[result of {p.name}: {p.status}] {p.value}")
+        for p in repos.processes.of_thread(thread_id)
+    ]
     entries.sort(key=lambda e: (e[0].replace(tzinfo=None).isoformat() if e[0] else "", e[1]))
     return "\n\n".join(text for _, _, text in entries)
 
@@ -114,8 +142,9 @@ def write_chronicle(services: Services, thread_id: str, *, use_llm: bool = True)
         thread = repos.threads.get(thread_id)
         text = chronicle_source(repos, thread_id)
         count = repos.messages.count(thread_id)
-        shown = "\n\n".join(m.content for m in repos.messages.log(thread_id, kinds=TIMELINE_KINDS,
-                                                                     last=ANCHOR_LAST_MESSAGES))
+        shown = "\n\n".join(
+            m.content for m in repos.messages.log(thread_id, kinds=TIMELINE_KINDS, last=ANCHOR_LAST_MESSAGES)
+        )
     if thread is None:
         return ""
     if not text.strip():
@@ -127,25 +156,42 @@ def write_chronicle(services: Services, thread_id: str, *, use_llm: bool = True)
     tokens = services.llms.primary().count_tokens
     budget = max(64, min(CHRONICLE_TOKENS, int((tokens(text) - tokens(shown)) * CHRONICLE_SHARE)))
     try:
-        result = summarise(text, services.llms, i18n.text(CHRONICLE_PROMPT, language),
-                           merge_prompt=i18n.text(CHRONICLE_MERGE_PROMPT, language), purpose="chronicle",
-                           max_tokens=budget, tags={"thread_id": thread_id, "tick": thread.tick},
-                           name=services.persona.display_name, label=thread.label,
-                           instruction=thread.chronicle_prompt or i18n.text(CHRONICLE_INSTRUCTION, language))
+        result = summarise(
+            text,
+            services.llms,
+            i18n.text(CHRONICLE_PROMPT, language),
+            merge_prompt=i18n.text(CHRONICLE_MERGE_PROMPT, language),
+            purpose="chronicle",
+            max_tokens=budget,
+            tags={"thread_id": thread_id, "tick": thread.tick},
+            name=services.persona.display_name,
+            label=thread.label,
+            instruction=thread.chronicle_prompt or i18n.text(CHRONICLE_INSTRUCTION, language),
+        )
     except AllLLMsUnavailable as exc:
         return fallback.format(reason=str(exc), count=count, thread_id=thread_id)
-    log.info("chronicle of %s: %s chars from %s chars in %s call(s)", thread_id, len(result.text), len(text), result.calls)
+    log.info(
+        "chronicle of %s: %s chars from %s chars in %s call(s)", thread_id, len(result.text), len(text), result.calls
+    )
     return result.text or fallback.format(reason="the model returned nothing", count=count, thread_id=thread_id)
 
 
-def finish_thread(services: Services, repos: Repos, thread_id: str, *, status: str, chronicle: str | None,
-                  error: str | None = None) -> StelisResult:
+def finish_thread(
+    services: Services, repos: Repos, thread_id: str, *, status: str, chronicle: str | None, error: str | None = None
+) -> StelisResult:
     thread = managers_of(services, repos).threads.finish(thread_id, status=status, chronicle=chronicle, error=error)
     return StelisResult.of(thread, thread_window(services, repos, thread_id))
 
 
-def close_thread(services: Services, thread_id: str, *, status: str, error: str | None = None,
-                 generate: bool = True, use_llm: bool = True) -> StelisResult:
+def close_thread(
+    services: Services,
+    thread_id: str,
+    *,
+    status: str,
+    error: str | None = None,
+    generate: bool = True,
+    use_llm: bool = True,
+) -> StelisResult:
     chronicle = write_chronicle(services, thread_id, use_llm=use_llm) if generate else None
     with services.db.unit() as repos:
         return finish_thread(services, repos, thread_id, status=status, chronicle=chronicle, error=error)

@@ -20,15 +20,15 @@ goes back to prepare_context. While a human's note waits, no step starts a side 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from nodes.steps.s01_update_process_log import update_process_log
 from nodes.steps.s02_update_drives import update_drives
 from nodes.steps.s03_compress_context import compress_context
 from nodes.steps.s04_prepare_context import prepare_context
 from nodes.steps.s05_call_llm import call_llm
-from nodes.steps.s06_send_answer import send_answer
 from nodes.steps.s06_extract_commands import extract_commands
+from nodes.steps.s06_send_answer import send_answer
 from nodes.steps.s07_evaluate_emotion import evaluate_emotion
 from nodes.steps.s08_check_stagnation import check_stagnation
 from nodes.steps.s09_validate_output import validate_output

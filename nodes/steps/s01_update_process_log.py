@@ -20,8 +20,9 @@ from nodes.state import SamplingParams, TickState, TickValues
 from nodes.stelis.threads import active_thread
 
 
-def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
-                       params: dict[str, Any] | None = None) -> TickValues:
+def update_process_log(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> TickValues:
     services = services_of(runtime)
     params = params or {}
     root = state.root_thread or state.thread_id or checkpoint_thread_of(runtime) or "main"
@@ -30,8 +31,13 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
     with services.db.unit() as repos:
         repos.config.preload_tick(root)  # what the tick's steps read, once for the tick
         services.refresh(repos)
-        repos.threads.ensure(root, label=params.get("label", ""), playbook=params.get("playbook", ""),
-                             persona=services.persona.name, origin="root")
+        repos.threads.ensure(
+            root,
+            label=params.get("label", ""),
+            playbook=params.get("playbook", ""),
+            persona=services.persona.name,
+            origin="root",
+        )
         current = repos.threads.get(state.thread_id or root)
         if current is not None and current.origin in ("playbook", "task"):
             thread_id = current.id  # a playbook's Stelis region, or a task's sub-cycle, stays in its own thread
@@ -40,8 +46,13 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
         tick = repos.ticks.next_unfinished(thread_id, state.tick + 1)
         started = repos.ticks.start(thread_id, tick, mode)
         while (started.summary or {}).get("attempts", 1) > MAX_TICK_STARTS:
-            quarantine_tick(services.managers.over(repos), thread_id, tick, step=None, error=(
-                f"started {MAX_TICK_STARTS} times without finishing: the process died each time"))
+            quarantine_tick(
+                services.managers.over(repos),
+                thread_id,
+                tick,
+                step=None,
+                error=(f"started {MAX_TICK_STARTS} times without finishing: the process died each time"),
+            )
             tick += 1
             started = repos.ticks.start(thread_id, tick, mode)
         repos.threads.set_tick(thread_id, tick)
@@ -51,8 +62,9 @@ def update_process_log(state: TickState, runtime: Runtime[AnimaContext],
             if row is not None:
                 services.reads.put(thread_id, tick, ("thread", row.id), row)
         closed = repos.processes.close(state.shown_process_ids)
-        timed_out = repos.processes.time_out_stale(thread_id, timedelta(seconds=services.settings.cycle.process_timeout_s),
-                                                   now)
+        timed_out = repos.processes.time_out_stale(
+            thread_id, timedelta(seconds=services.settings.cycle.process_timeout_s), now
+        )
     base: SamplingParams = services.settings.sampling.params()  # type: ignore[assignment]
     return {
         "thread_id": thread_id,

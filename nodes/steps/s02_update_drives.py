@@ -20,7 +20,10 @@ from langgraph.runtime import Runtime
 
 import i18n
 from llm import AllLLMsUnavailable, Sampling
+from memory import Repos
 from memory.note_kinds import HUMAN_SOURCES
+from nodes.context import UNREAD, AnimaContext, Services, services_of
+from nodes.state import DrivesReport, DrivesUpdate, ReachOut, TickState
 from persona.drives import (
     RESOLUTION_SCHEMA,
     classify_user_emotion,
@@ -31,9 +34,6 @@ from persona.drives import (
 )
 from persona.prompts import RESOLUTION_PROMPT, USER_EMOTION_PROMPT
 from persona.settings import DriveSettings
-from memory import Repos
-from nodes.context import UNREAD, AnimaContext, Services, services_of
-from nodes.state import DrivesReport, DrivesUpdate, ReachOut, TickState
 
 log = logging.getLogger(__name__)
 MAX_NOTES_PER_TICK = 5
@@ -42,8 +42,9 @@ CONVERSATION_HORIZON = timedelta(days=1)  # a conversation older than this settl
 MAX_OFFERS_KEPT = 20
 
 
-def update_drives(state: TickState, runtime: Runtime[AnimaContext],
-                  params: dict[str, Any] | None = None) -> DrivesUpdate:
+def update_drives(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> DrivesUpdate:
     services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     settings = services.settings.drives
@@ -70,13 +71,23 @@ def update_drives(state: TickState, runtime: Runtime[AnimaContext],
     with services.db.unit() as repos:
         repos.config.preload_drives()
         if felt:
-            for note_id, text, created_at, emotion in felt:
+            for _note_id, text, created_at, emotion in felt:
                 if emotion and emotion[0] != "neutral":
-                    repos.emotion_log.add(emotion[0], emotion[1], subject="user", snippet=text, thread_id=thread_id,
-                                          tick=tick, created_at=created_at)
+                    repos.emotion_log.add(
+                        emotion[0],
+                        emotion[1],
+                        subject="user",
+                        snippet=text,
+                        thread_id=thread_id,
+                        tick=tick,
+                        created_at=created_at,
+                    )
             repos.config.emotion_note_pointer = felt[-1][0]
-        resolved = (_settle(services, repos, thread_id, conversation, verdict)
-                    if verdict is not None and conversation is not None else [])
+        resolved = (
+            _settle(services, repos, thread_id, conversation, verdict)
+            if verdict is not None and conversation is not None
+            else []
+        )
         return {"drives": _take_stock(services, repos, state, started, resolved=resolved)}
 
 
@@ -85,8 +96,9 @@ def _thread(services, repos, state: TickState, thread_id: str):
     return services.reads.get(state.thread_id, state.tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
 
 
-def _take_stock(services: Services, repos: Repos, state: TickState, started: datetime | None,
-                resolved: list[int]) -> DrivesReport:
+def _take_stock(
+    services: Services, repos: Repos, state: TickState, started: datetime | None, resolved: list[int]
+) -> DrivesReport:
     """The drives now, the resolved questions purged, and the reach-out offer if the one rule allows it."""
     settings = services.settings.drives
     thread_id, tick = state.thread_id, state.tick
@@ -96,38 +108,68 @@ def _take_stock(services: Services, repos: Repos, state: TickState, started: dat
     offers = repos.config.reach_outs
     last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
     limit = services.settings.cycle.notes_limit  # read as prepare_context reads them (unless its cycle filters them)
-    waiting = bool(services.reads.get(thread_id, tick, (UNREAD, limit, None),
-                                      lambda: repos.notes.unread_incoming(limit=limit)))
-    why_not = reach_out_offer(drives, now, services.settings.zone(), settings,
-                              quiet_hours=services.settings.dreaming.quiet_hours,
-                              human_waiting=waiting, last_offer_at=last_offer)  # one quiet-hours setting for both
+    waiting = bool(
+        services.reads.get(thread_id, tick, (UNREAD, limit, None), lambda: repos.notes.unread_incoming(limit=limit))
+    )
+    why_not = reach_out_offer(
+        drives,
+        now,
+        services.settings.zone(),
+        settings,
+        quiet_hours=services.settings.dreaming.quiet_hours,
+        human_waiting=waiting,
+        last_offer_at=last_offer,
+    )  # one quiet-hours setting for both
     offer: ReachOut | None = None
     if why_not is None:
-        offer = {"at": now.isoformat(), "tick": tick, "thread": thread_id, "drive": drives.dominant,
-                 "level": drives.dominant_level}
+        offer = {
+            "at": now.isoformat(),
+            "tick": tick,
+            "thread": thread_id,
+            "drive": drives.dominant,
+            "level": drives.dominant_level,
+        }
         if not offers or offers[-1].get("tick") != tick or offers[-1].get("thread") != thread_id:  # a re-run
             repos.config.reach_outs = (offers + [offer])[-MAX_OFFERS_KEPT:]
-        repos.processes.add("drives.reach_out", f"{drives.dominant} {drives.dominant_level:.2f}: the persona may "
-                            f"write to its human unprompted", status="close", thread_id=thread_id)
-    return {"levels": drives.levels, "dominant": drives.dominant, "level": drives.dominant_level,
-            "details": drives.details, "at": drives.at, "inject_at": settings.inject_at, "reach_out": offer,
-            "reach_out_blocked": why_not,
-            "resolved_questions": resolved, "purged_questions": purged}
+        repos.processes.add(
+            "drives.reach_out",
+            f"{drives.dominant} {drives.dominant_level:.2f}: the persona may write to its human unprompted",
+            status="close",
+            thread_id=thread_id,
+        )
+    return {
+        "levels": drives.levels,
+        "dominant": drives.dominant,
+        "level": drives.dominant_level,
+        "details": drives.details,
+        "at": drives.at,
+        "inject_at": settings.inject_at,
+        "reach_out": offer,
+        "reach_out_blocked": why_not,
+        "resolved_questions": resolved,
+        "purged_questions": purged,
+    }
 
 
 def _generator(services, state: TickState):
     def generate(prompt: str, schema: dict[str, Any]) -> str:
-        return services.llms.generate("drives", prompt=prompt, json_schema=schema,
-                                 sampling=Sampling(temperature=0.2, max_tokens=160),
-                                 tags={"thread_id": state.thread_id, "tick": state.tick}).text
+        return services.llms.generate(
+            "drives",
+            prompt=prompt,
+            json_schema=schema,
+            sampling=Sampling(temperature=0.2, max_tokens=160),
+            tags={"thread_id": state.thread_id, "tick": state.tick},
+        ).text
+
     return generate
 
 
 def _someone_waits(services: Services, repos: Repos, state: TickState) -> bool:
     """A human's note is unread — from the unread notes as prepare_context reads them (one read for both)."""
     limit = services.settings.cycle.notes_limit
-    unread = services.reads.get(state.thread_id, state.tick, (UNREAD, limit, None),
-                                lambda: repos.notes.unread_incoming(limit=limit))
+    unread = services.reads.get(
+        state.thread_id, state.tick, (UNREAD, limit, None), lambda: repos.notes.unread_incoming(limit=limit)
+    )
     return any(n.source in HUMAN_SOURCES for n in unread)
 
 
@@ -141,19 +183,23 @@ def _notes_to_feel(services, settings: DriveSettings, repos) -> list[tuple[int, 
     no drive any more: they are passed over (a backlog of old notes costs nothing)."""
     since = services.clock() - timedelta(hours=USER_EMOTION_HORIZON * settings.devotion_half_life_hours)
     pointer = repos.config.emotion_note_pointer
-    return [(n.id, n.text, n.created_at) for n in repos.notes.human_after_lines(pointer, since=since,
-                                                                                  limit=MAX_NOTES_PER_TICK)]
+    return [
+        (n.id, n.text, n.created_at)
+        for n in repos.notes.human_after_lines(pointer, since=since, limit=MAX_NOTES_PER_TICK)
+    ]
 
 
-def _feel(settings: DriveSettings, generate, notes: list[tuple[int, str, Any]],
-          language: str = "en") -> list[tuple[int, str, Any, Any]]:
+def _feel(
+    settings: DriveSettings, generate, notes: list[tuple[int, str, Any]], language: str = "en"
+) -> list[tuple[int, str, Any, Any]]:
     """Each note's emotion (lexicon first, the model only when it says nothing); a missing model leaves the rest for
     the next tick."""
     found: list[tuple[int, str, Any, tuple[str, int, str] | None]] = []
     for note_id, text, created_at in notes:
         try:
-            emotion = classify_user_emotion(text, generate if settings.user_emotion_llm else None,
-                                            i18n.text(USER_EMOTION_PROMPT, language))
+            emotion = classify_user_emotion(
+                text, generate if settings.user_emotion_llm else None, i18n.text(USER_EMOTION_PROMPT, language)
+            )
         except AllLLMsUnavailable as exc:  # the rest waits for the next tick
             log.warning("user emotion not classified yet: %s", exc)
             break
@@ -178,17 +224,23 @@ def _conversation_to_judge(services, repos, thread_id: str) -> Conversation | No
     if not notes:
         return None
     questions = repos.questions.open_lines(limit=10)
-    replies = ([m.content for m in repos.messages.recent_lines(thread_id, 2, columns=("content",))]  # the notes were
-               if questions else [])  # read (answered) last tick
+    replies = (
+        [m.content for m in repos.messages.recent_lines(thread_id, 2, columns=("content",))]  # the notes were
+        if questions
+        else []
+    )  # read (answered) last tick
     user = services.settings.user_name
-    conversation = "\n".join([f"{user}: {n.text}" for n in notes] +
-                             [f"{services.persona.display_name}: {r[-600:]}" for r in replies])
+    conversation = "\n".join(
+        [f"{user}: {n.text}" for n in notes] + [f"{services.persona.display_name}: {r[-600:]}" for r in replies]
+    )
     questions = touched_questions(conversation, questions)
     if not questions:  # no question open, or none the conversation touches: nothing to ask
         repos.config.resolution_note_pointer = notes[-1].id
         return None
     listing = "\n".join(f"- id {q.id}: {q.topic}" + (f" ({q.context})" if q.context else "") for q in questions)
-    prompt = i18n.text(RESOLUTION_PROMPT, services.settings.prompt_language).format(name=services.persona.display_name, questions=listing, conversation=conversation)
+    prompt = i18n.text(RESOLUTION_PROMPT, services.settings.prompt_language).format(
+        name=services.persona.display_name, questions=listing, conversation=conversation
+    )
     return Conversation(prompt, {q.id for q in questions}, notes[-1].id)
 
 
@@ -206,7 +258,11 @@ def _settle(services, repos, thread_id: str, conversation: Conversation, verdict
     for qid, answer in verdict:
         repos.questions.resolve(qid, answer, services.clock())
     if verdict:
-        repos.processes.add("drives.questions", "resolved in conversation: " + "; ".join(
-            f"{qid}: {answer[:80]}" for qid, answer in verdict), status="close", thread_id=thread_id)
+        repos.processes.add(
+            "drives.questions",
+            "resolved in conversation: " + "; ".join(f"{qid}: {answer[:80]}" for qid, answer in verdict),
+            status="close",
+            thread_id=thread_id,
+        )
     repos.config.resolution_note_pointer = conversation.last_note_id
     return [qid for qid, _ in verdict]

@@ -14,12 +14,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+import i18n
 from llm import AllLLMsUnavailable
 from nodes.context import AnimaContext, Services, services_of
-from nodes.steps.prompts import COMPRESSION_PROMPT
-import i18n
-from nodes.summarise import summarise
 from nodes.state import CompressionUpdate, TickState, tick_key
+from nodes.steps.prompts import COMPRESSION_PROMPT
+from nodes.summarise import summarise
 
 log = logging.getLogger(__name__)
 SUMMARY_TOKENS = 400
@@ -27,19 +27,28 @@ SUMMARY_TOKENS = 400
 
 def distill(text: str, services: Services, tags: dict[str, Any]) -> tuple[str, int]:
     """All of `text` distilled hierarchically; returns (summary, LLM calls made)."""
-    result = summarise(text, services.llms, i18n.text(COMPRESSION_PROMPT, services.settings.prompt_language), purpose="compress", max_tokens=SUMMARY_TOKENS,
-                       tags=tags, name=services.persona.display_name)
+    result = summarise(
+        text,
+        services.llms,
+        i18n.text(COMPRESSION_PROMPT, services.settings.prompt_language),
+        purpose="compress",
+        max_tokens=SUMMARY_TOKENS,
+        tags=tags,
+        name=services.persona.display_name,
+    )
     return result.text, result.calls
 
 
-def compress_context(state: TickState, runtime: Runtime[AnimaContext],
-                     params: dict[str, Any] | None = None) -> CompressionUpdate:
+def compress_context(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> CompressionUpdate:
     services = services_of(runtime)
     if state.mode != "continuation":
         return {}
     settings = services.settings.continuation
-    threshold = min(int((params or {}).get("compress_at_chars") or settings.compress_at_chars),
-                    settings.max_chars)  # never later than the hard cap (prepare_context cuts beyond it)
+    threshold = min(
+        int((params or {}).get("compress_at_chars") or settings.compress_at_chars), settings.max_chars
+    )  # never later than the hard cap (prepare_context cuts beyond it)
     thread_id = state.thread_id
     with services.db.unit() as repos:
         last = repos.messages.last_of_kind(thread_id, "compression")
@@ -56,10 +65,20 @@ def compress_context(state: TickState, runtime: Runtime[AnimaContext],
     if not summary:
         return {}
     with services.db.unit() as repos:
-        repos.messages.upsert(f"{tick_key(state)}:compression", thread_id=thread_id, tick=state.tick,
-                              kind="compression", role="system", content=summary.rstrip() + "\n",
-                              meta={"source_ids": [m.id for m in chunks], "previous_compression": last.id if last else None,
-                                    "pre_chars": len(text), "llm_calls": calls})
+        repos.messages.upsert(
+            f"{tick_key(state)}:compression",
+            thread_id=thread_id,
+            tick=state.tick,
+            kind="compression",
+            role="system",
+            content=summary.rstrip() + "\n",
+            meta={
+                "source_ids": [m.id for m in chunks],
+                "previous_compression": last.id if last else None,
+                "pre_chars": len(text),
+                "llm_calls": calls,
+            },
+        )
     log.info("compressed %s chars into %s (%s calls)", len(text), len(summary), calls)
     report = state.context_report.copy()
     report["compressed"] = {"pre_chars": len(text), "post_chars": len(summary), "calls": calls}

@@ -46,7 +46,6 @@ from persona.voice import parse_reply, reply_letters, reply_prompt, wanted
 log = logging.getLogger(__name__)
 
 
-
 def _in_every_language(*texts: str) -> list[str]:
     """The texts as every catalogue words them (the prompt was assembled in one of them)."""
     return list(dict.fromkeys(i18n.text(t, language) for t in texts for language in i18n.LANGUAGES))
@@ -67,8 +66,15 @@ def thought_stops(settings: Settings, continuation: bool) -> list[str]:
     """Where a thought stops: the prompt's own headers (a block it would start to write), `sampling.stop` (a tick
     marker copied, an invented turn of its human's) and a line opening with the human's name."""
     human = settings.user_name.strip()
-    return list(dict.fromkeys([*(continuation_stops() if continuation else chat_stops()), *settings.sampling.stop,
-                               *([f"\n{human}:"] if human else [])]))
+    return list(
+        dict.fromkeys(
+            [
+                *(continuation_stops() if continuation else chat_stops()),
+                *settings.sampling.stop,
+                *([f"\n{human}:"] if human else []),
+            ]
+        )
+    )
 
 
 @cache
@@ -106,10 +112,18 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
 
     def generate():
         if state.mode == "continuation":
-            return services.llms.generate("think", prompt=state.prompt, sampling=sampling, stop=stops,
-                                     prefer=prefer, on_token=on_token, tags=tags)
-        return services.llms.generate("think", messages=state.prompt_messages, sampling=sampling, stop=stops,
-                                 prefer=prefer, on_token=on_token, tags=tags)
+            return services.llms.generate(
+                "think", prompt=state.prompt, sampling=sampling, stop=stops, prefer=prefer, on_token=on_token, tags=tags
+            )
+        return services.llms.generate(
+            "think",
+            messages=state.prompt_messages,
+            sampling=sampling,
+            stop=stops,
+            prefer=prefer,
+            on_token=on_token,
+            tags=tags,
+        )
 
     # a free thought (the tick answers nobody) is the persona's own work: a human's note cuts it, once per tick, and
     # the tick goes back to prepare_context, whose prompt shows the note — the next model call is the answer
@@ -125,8 +139,9 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     return {"after_call": "preempted", "response": "", "llm": {}}
 
 
-def _answer(state: TickState, services: Services, generate: Any, summary: dict[str, Any] | None,
-            stops: list[str]) -> AnswerUpdate:
+def _answer(
+    state: TickState, services: Services, generate: Any, summary: dict[str, Any] | None, stops: list[str]
+) -> AnswerUpdate:
     """The model's answer, kept with the tick's row (or the degraded tick's record when no model answered)."""
     try:
         gen = generate()
@@ -144,8 +159,14 @@ def _answer(state: TickState, services: Services, generate: Any, summary: dict[s
         log.warning("tick %s degraded: %s", state.tick, exc)
         with services.db.unit() as repos:
             repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state.thread_id)
-        return {"after_call": "degraded", "response": "", "degraded": True, "error": str(exc)[:500], "llm": {},
-                "degraded_ticks": state.degraded_ticks + 1}
+        return {
+            "after_call": "degraded",
+            "response": "",
+            "degraded": True,
+            "error": str(exc)[:500],
+            "llm": {},
+            "degraded_ticks": state.degraded_ticks + 1,
+        }
     gen.text, cut = cut_at_stops(gen.text, stops)  # a server that ignored `stop`
     if cut:
         log.info("tick %s: the thought was cut at %r", state.tick, cut)
@@ -160,10 +181,16 @@ def _answer(state: TickState, services: Services, generate: Any, summary: dict[s
         # the notes this call saw, kept with its answer: a tick resumed after a kill shows and marks read these,
         # never a note that arrived after the call (that one waits for the next tick)
         "incoming_note_ids": list(state.incoming_note_ids),
-        "llm": {"llm_id": gen.llm_id, "provider": gen.provider, "model": gen.model,
-                "prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens,
-                "latency_ms": round(gen.latency_ms, 1), "tokens_per_s": round(gen.tokens_per_s, 1),
-                "failed_over_from": gen.failed_over_from},
+        "llm": {
+            "llm_id": gen.llm_id,
+            "provider": gen.provider,
+            "model": gen.model,
+            "prompt_tokens": gen.prompt_tokens,
+            "completion_tokens": gen.completion_tokens,
+            "latency_ms": round(gen.latency_ms, 1),
+            "tokens_per_s": round(gen.tokens_per_s, 1),
+            "failed_over_from": gen.failed_over_from,
+        },
     }
     with services.db.unit() as repos:
         # the tick row keeps it as a plain dict (memory/ knows no tick state)
@@ -196,13 +223,19 @@ def _record_failover(repos, state: TickState, llm_id: str, failed: list[str]) ->
     degraded = state.degraded_ticks
     if degraded:
         repos.processes.close([p.id for p in repos.processes.open(state.thread_id) if p.name == "llm.outage"])
-        repos.processes.add("llm.recovered", f"{llm_id} answers again after {degraded} degraded tick(s)",
-                            status="close", thread_id=state.thread_id)
+        repos.processes.add(
+            "llm.recovered",
+            f"{llm_id} answers again after {degraded} degraded tick(s)",
+            status="close",
+            thread_id=state.thread_id,
+        )
     if failed:
-        repos.processes.add("llm.failover", f"{', '.join(failed)} did not answer; {llm_id} took over",
-                            status="close", thread_id=state.thread_id)
-
-
+        repos.processes.add(
+            "llm.failover",
+            f"{', '.join(failed)} did not answer; {llm_id} took over",
+            status="close",
+            thread_id=state.thread_id,
+        )
 
 
 def _fitted_reply_prompt(services: Services, state: TickState, texts: list[str]) -> str:
@@ -213,8 +246,9 @@ def _fitted_reply_prompt(services: Services, state: TickState, texts: list[str])
     count = services.llms.primary().count_tokens
     shown = [shown_text(text) for text in texts[-5:]]
     while True:
-        prompt = reply_prompt(services.persona.display_name, services.persona.file("IDENTITY.md"), shown,
-                              state.thought or state.response)
+        prompt = reply_prompt(
+            services.persona.display_name, services.persona.file("IDENTITY.md"), shown, state.thought or state.response
+        )
         if len(shown) == 1 or count(prompt) <= room:
             return prompt
         shown = shown[1:]
@@ -245,9 +279,16 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate
     for temperature in (voice.reply_temperature, min(1.2, voice.reply_temperature + 0.4)):
         report["attempts"] += 1
         try:
-            gen = services.llms.generate("reply", prompt=prompt, stop=reply_stops(), prefer=state.llm.get("llm_id"),
-                                    sampling=Sampling(temperature=temperature, top_p=0.9, letters=letters,
-                                                      max_tokens=voice.reply_max_tokens), tags=tags)
+            gen = services.llms.generate(
+                "reply",
+                prompt=prompt,
+                stop=reply_stops(),
+                prefer=state.llm.get("llm_id"),
+                sampling=Sampling(
+                    temperature=temperature, top_p=0.9, letters=letters, max_tokens=voice.reply_max_tokens
+                ),
+                tags=tags,
+            )
         except AllLLMsUnavailable as exc:
             log.warning("tick %s: no reply turn: %s", state.tick, exc)
             return {"reply": {**report, "error": str(exc)[:300]}}
@@ -257,11 +298,23 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate
             break
         log.info("tick %s: the reply turn's answer is not in words: %r", state.tick, gen.text[:120])
     if not reply:
-        return {"reply": {**report, "error": "no reply in words"},
-                "parse_errors": state.parse_errors + ["the reply turn gave no reply in words"]}
-    admitted = admit([Command(cmd_id=f"t{state.tick}-reply", type="messages.send", args={"text": reply, "note": ids[-1]},
-                              description=f"reply to note {ids[-1]}", syntax="reply_turn")],
-                     registry(), services.settings.limits)
+        return {
+            "reply": {**report, "error": "no reply in words"},
+            "parse_errors": state.parse_errors + ["the reply turn gave no reply in words"],
+        }
+    admitted = admit(
+        [
+            Command(
+                cmd_id=f"t{state.tick}-reply",
+                type="messages.send",
+                args={"text": reply, "note": ids[-1]},
+                description=f"reply to note {ids[-1]}",
+                syntax="reply_turn",
+            )
+        ],
+        registry(),
+        services.settings.limits,
+    )
     command: CommandDict = admitted.commands[0]
     report["text"] = reply
     return {"commands": [*state.commands, command], "reply": report}

@@ -20,19 +20,35 @@ from nodes.reflexes.self_assessment import parse_self_assessment
 from nodes.state import CommandDict, CommandsUpdate, TickState
 
 
-def extract_commands(state: TickState, runtime: Runtime[AnimaContext],
-                     params: dict[str, Any] | None = None) -> CommandsUpdate:
+def extract_commands(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> CommandsUpdate:
     commands_registry = registry()
     parsed = parse_commands(state.response, state.tick, state.native_tool_calls, commands_registry.aliases)
     admission = admit(parsed.commands, commands_registry, services_of(runtime).settings.limits)
     commands: list[CommandDict] = admission.commands
-    if state.mode == "continuation" and state.incoming_note_ids and not any(c["type"] == "messages.send" for c in commands):
+    if (
+        state.mode == "continuation"
+        and state.incoming_note_ids
+        and not any(c["type"] == "messages.send" for c in commands)
+    ):
         reply = parsed.body.strip().split("\n\n")[0].strip()
         if reply:
-            commands.append({"cmd_id": f"t{state.tick}-reply", "type": "messages.send", "args": {"text": reply[:MAX_TEXT]},
-                             "description": "answer from inside the stream", "syntax": "continuation"})
+            commands.append(
+                {
+                    "cmd_id": f"t{state.tick}-reply",
+                    "type": "messages.send",
+                    "args": {"text": reply[:MAX_TEXT]},
+                    "description": "answer from inside the stream",
+                    "syntax": "continuation",
+                }
+            )
     assessment = parse_self_assessment(parsed.body)
-    return {"thought": assessment.body, "commands": commands,
-            "parse_errors": state.parse_errors + parsed.errors + admission.notes + assessment.errors,
-            "confidence": assessment.confidence, "unverified_facts": assessment.facts,
-            "self_emotions": assessment.emotions}
+    return {
+        "thought": assessment.body,
+        "commands": commands,
+        "parse_errors": state.parse_errors + parsed.errors + admission.notes + assessment.errors,
+        "confidence": assessment.confidence,
+        "unverified_facts": assessment.facts,
+        "self_emotions": assessment.emotions,
+    }

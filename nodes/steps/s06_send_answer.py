@@ -21,12 +21,19 @@ from nodes.state import ExecutionUpdate, TickState, ValidationReport
 from nodes.steps.s12_execute_commands import run_one
 
 SENT_FIRST = ("messages.send",)
-NO_VALIDATORS: ValidationReport = {"auto_pass": True, "self_validation": False, "rating": 0.0, "distribution": {},
-                                   "validators": [], "passed": True}
+NO_VALIDATORS: ValidationReport = {
+    "auto_pass": True,
+    "self_validation": False,
+    "rating": 0.0,
+    "distribution": {},
+    "validators": [],
+    "passed": True,
+}
 
 
-def send_answer(state: TickState, runtime: Runtime[AnimaContext],
-                 params: dict[str, Any] | None = None) -> ExecutionUpdate:
+def send_answer(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> ExecutionUpdate:
     services = services_of(runtime)
     if state.degraded or not state.audience or services.llms.validators():
         return {}

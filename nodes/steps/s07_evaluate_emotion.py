@@ -2,7 +2,8 @@
 
 The LLM that produced the output rates it. That costs nothing when the output ends with its own
 `Emotions:` line; a repeat inherits its original's rating, and (without ratings from signals) with
-`reflexes.emotion_every` = N a similar output inherits the last rating up to N − 1 times in a row; a thought that names emotions of the vocabulary in its
+`reflexes.emotion_every` = N a similar output inherits the last rating up to N − 1 times in a row; a thought that names
+emotions of the vocabulary in its
 own words (`lexicon_rating`) is rated from them; one that shows no feeling at all is rated from the tick's signals
 (`signal_rating`: the novelty band and the felt drive; `reflexes.emotion_from_signals`). Only what is left —
 a human spoke, a feeling the lexicon cannot name, an anxious last rating — costs one structured call for the
@@ -34,8 +35,9 @@ from persona.prose import degenerate
 log = logging.getLogger(__name__)
 
 
-def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
-                     params: dict[str, Any] | None = None) -> EmotionUpdate:
+def evaluate_emotion(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> EmotionUpdate:
     """The reflexes' one evaluation call: emotions (unless the model rated itself or a rating carries over)
     and, when the cheap novelty signals are uncertain, HMP's novelty comparison, in one JSON answer."""
     services = services_of(runtime)
@@ -49,8 +51,14 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
     with services.db.reading() as repos:  # reads only: nothing to commit
         recent = recent_outputs(services, repos, state)
         vocabulary = list(repos.config.emotion_vocabulary or services.settings.emotions)
-    signals = measure(body, recent, services.memory, stagnant_at=reflexes.stagnation_threshold,
-                      novel_below=reflexes.novel_below, documents=services.own_turn(body))
+    signals = measure(
+        body,
+        recent,
+        services.memory,
+        stagnant_at=reflexes.stagnation_threshold,
+        novel_below=reflexes.novel_below,
+        documents=services.own_turn(body),
+    )
     previous = next((m.content for m in recent if m.id == signals["similar_to_id"]), None)
     emotions: list[str] = []
     evaluation: EmotionEval = {}
@@ -62,15 +70,28 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
     if want_emotions and state.self_emotions:
         emotions, want_emotions = list(state.self_emotions), False
         evaluation = {"source": "self", "llm_id": state.llm.get("llm_id"), "llm_mismatch": False}
-    elif want_emotions and (source := carried_rating(recent, signals, human_spoke=human_spoke, every=every)) is not None:
+    elif (
+        want_emotions and (source := carried_rating(recent, signals, human_spoke=human_spoke, every=every)) is not None
+    ):
         emotions, want_emotions = list(source.emotions), False
         evaluation = {"source": "carried", "carried_from": source.tick, "llm_id": source.llm_id, "llm_mismatch": False}
     elif want_emotions and (named := lexicon_rating(body, vocabulary)):
         emotions, want_emotions = named, False  # the thought names its emotions: no call (a cheap signal)
         evaluation = {"source": "lexicon", "llm_id": None, "llm_mismatch": False}
-    elif want_emotions and reflexes.emotion_from_signals and (cheap := signal_rating(
-            body, signals, vocabulary, drives=dict(state.drives), human_spoke=human_spoke,
-            previous=list(recent[-1].emotions or []) if recent else None)):
+    elif (
+        want_emotions
+        and reflexes.emotion_from_signals
+        and (
+            cheap := signal_rating(
+                body,
+                signals,
+                vocabulary,
+                drives=dict(state.drives),
+                human_spoke=human_spoke,
+                previous=list(recent[-1].emotions or []) if recent else None,
+            )
+        )
+    ):
         emotions, want_emotions = cheap, False  # no feeling in the thought: novelty and drives rate it (no call)
         evaluation = {"source": "signals", "llm_id": None, "llm_mismatch": False}
     want_comparison = comparison_decides(signals, reflexes) and previous is not None
@@ -79,10 +100,15 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
 
         def ask() -> tuple[Any, dict[str, Any]] | None:
             try:
-                return evaluate(services.llms, response, vocabulary=vocabulary if want_emotions else None,
-                                previous=previous if want_comparison else None, prefer=author,
-                                tags={"thread_id": state.thread_id, "tick": state.tick},
-                                language=services.settings.prompt_language)
+                return evaluate(
+                    services.llms,
+                    response,
+                    vocabulary=vocabulary if want_emotions else None,
+                    previous=previous if want_comparison else None,
+                    prefer=author,
+                    tags={"thread_id": state.thread_id, "tick": state.tick},
+                    language=services.settings.prompt_language,
+                )
             except AllLLMsUnavailable as exc:
                 log.warning("evaluation call skipped: %s", exc)
                 return None
@@ -95,10 +121,16 @@ def evaluate_emotion(state: TickState, runtime: Runtime[AnimaContext],
             if want_comparison:
                 signals["comparison"] = parse_comparison(answer.get("comparison"))
             if want_emotions:
-                rated = parse_emotions(json.dumps({"emotions": answer["emotions"]}) if "emotions" in answer else gen.text)
+                rated = parse_emotions(
+                    json.dumps({"emotions": answer["emotions"]}) if "emotions" in answer else gen.text
+                )
                 emotions = [f"{n}:{s} ({r})" if r else f"{n}:{s}" for n, s, r in rated]
                 # HMP: the LLM that wrote the output rates it; a fallback's rating is marked
-                evaluation = {"source": "llm", "llm_id": gen.llm_id, "llm_mismatch": bool(author) and gen.llm_id != author}
+                evaluation = {
+                    "source": "llm",
+                    "llm_id": gen.llm_id,
+                    "llm_mismatch": bool(author) and gen.llm_id != author,
+                }
     if evaluation.get("source") in ("llm", "self"):
         _extend_vocabulary(services, state, vocabulary, emotions)
     return {"emotions": emotions, "emotion_eval": evaluation, "novelty_signals": signals}
@@ -109,6 +141,10 @@ def _extend_vocabulary(services, state: TickState, vocabulary: list[str], emotio
     if new:
         with services.db.unit() as repos:
             repos.config.emotion_vocabulary = vocabulary + new
-            repos.processes.add("emotions.vocabulary", f"new emotion(s) added to my vocabulary: {', '.join(new)}",
-                                status="close", thread_id=state.thread_id)
+            repos.processes.add(
+                "emotions.vocabulary",
+                f"new emotion(s) added to my vocabulary: {', '.join(new)}",
+                status="close",
+                thread_id=state.thread_id,
+            )
         log.info("emotion vocabulary extended with %s", new)

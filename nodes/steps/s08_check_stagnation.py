@@ -5,7 +5,8 @@ the LLM comparison the evaluation step asked for); the verdict and reflex-lite f
 gets a flag and a reason; an identical one is not stored again (write_memory keeps a short record). If the next
 output is stagnant too, escalation.py diagnoses and applies the break-out mechanisms. When novelty recovers,
 sampling and every mechanism are restored. A degenerate output (persona/prose.py: a short piece over and over,
-mostly not letters) is flagged whatever its novelty, and kept only as a short record. Anxiety above 3 on `ANXIETY_TICKS` consecutive outputs also
+mostly not letters) is flagged whatever its novelty, and kept only as a short record. Anxiety above 3 on `ANXIETY_TICKS`
+consecutive outputs also
 triggers reflex-lite; the emotional dynamics (nodes/reflexes/emotion.py) are reported with the novelty.
 """
 
@@ -49,8 +50,13 @@ def ended(services, state: TickState, episode: StagnationEpisode) -> None:
         repos.strategies.record(episode.get("added") or [], helped=True)
         switch = episode.get("task_switch")
         if switch:
-            repos.processes.add("anti_stagnation", i18n.text(TASK_RETURN_LINE, services.settings.prompt_language).format(id=switch["from"], title=switch["from_title"]),
-                                thread_id=state.thread_id)
+            repos.processes.add(
+                "anti_stagnation",
+                i18n.text(TASK_RETURN_LINE, services.settings.prompt_language).format(
+                    id=switch["from"], title=switch["from_title"]
+                ),
+                thread_id=state.thread_id,
+            )
 
 
 def _flagged(signals: Any, settings: Any, body: str, state: TickState) -> bool:
@@ -67,8 +73,9 @@ def _graph_idle(services, state: TickState, ticks: int) -> bool:
     return growth is not None and growth[0] > 0 and growth[1] == 0 and growth[2] == 0
 
 
-def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
-                     params: dict[str, Any] | None = None) -> StagnationUpdate:
+def check_stagnation(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> StagnationUpdate:
     services = services_of(runtime)
     settings = services.settings.reflexes
     response = state.response
@@ -80,25 +87,44 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
     with services.db.reading() as repos:  # reads only: nothing to commit
         recent = recent_outputs(services, repos, state)
         if not signals:  # a playbook without evaluate_emotion
-            signals = measure(body, recent, services.memory, stagnant_at=settings.stagnation_threshold,
-                              novel_below=settings.novel_below)
+            signals = measure(
+                body,
+                recent,
+                services.memory,
+                stagnant_at=settings.stagnation_threshold,
+                novel_below=settings.novel_below,
+            )
         previous_text = next((m.content for m in recent if m.id == signals.get("similar_to_id")), None)
-        previous = [emotion_strengths(m.emotions or []) for m in recent[-(ANXIETY_TICKS - 1):]]
+        previous = [emotion_strengths(m.emotions or []) for m in recent[-(ANXIETY_TICKS - 1) :]]
     # while a human's note waits (other than this tick's), the reflex asks no model and starts no break-out (a pause,
     # a question, a rehearsal): the note is answered first, and the next thought is judged again
     at = (state.thread_id, state.tick)
-    wants_comparison = "comparison" not in signals and comparison_decides(signals, settings) and previous_text is not None
-    held = (wants_comparison or _flagged(signals, settings, body, state)) and waiting(services, state.incoming_note_ids, at)
+    wants_comparison = (
+        "comparison" not in signals and comparison_decides(signals, settings) and previous_text is not None
+    )
+    held = (wants_comparison or _flagged(signals, settings, body, state)) and waiting(
+        services, state.incoming_note_ids, at
+    )
     if wants_comparison and not held:
+
         def compare() -> Any:
             try:
-                _, answer = evaluate(services.llms, body, vocabulary=None, previous=previous_text,
-                                     prefer=state.llm.get("llm_id"), tags=tags, language=services.settings.prompt_language)
+                _, answer = evaluate(
+                    services.llms,
+                    body,
+                    vocabulary=None,
+                    previous=previous_text,
+                    prefer=state.llm.get("llm_id"),
+                    tags=tags,
+                    language=services.settings.prompt_language,
+                )
                 return parse_comparison(answer.get("comparison"))
             except AllLLMsUnavailable:
                 return None
 
-        signals["comparison"] = side_call(services, state.incoming_note_ids, compare, None, "the novelty comparison", at)
+        signals["comparison"] = side_call(
+            services, state.incoming_note_ids, compare, None, "the novelty comparison", at
+        )
     graph_idle = graph_sign_matters(signals, settings) and _graph_idle(services, state, settings.graph_idle_ticks)
     flag, value, method = decide(signals, settings, graph_idle)
     broken = degenerate(body, acted=bool(state.commands))  # `":":":"`, markup soup: no thought, however new
@@ -106,8 +132,14 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
         flag, method = True, "prose_gate"
     novelty_score = round(100 * (1 - value), 1)
     comparison = signals.get("comparison")
-    repeated = flag and (signals["ngram"] >= 0.95 or bool(comparison and comparison["assessment"] == "identical"
-                                                          and signals["ngram"] >= settings.stagnation_soft_threshold))
+    repeated = flag and (
+        signals["ngram"] >= 0.95
+        or bool(
+            comparison
+            and comparison["assessment"] == "identical"
+            and signals["ngram"] >= settings.stagnation_soft_threshold
+        )
+    )
     emotions = emotion_strengths(state.emotions)
     anxiety_streak = len(previous) == ANXIETY_TICKS - 1 and all(anxious(e) for e in previous + [emotions])
     sampling = state.sampling.copy()
@@ -125,16 +157,29 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
         if capped and due and not held:
             episode["rephrase_asked_at"] = episode["streak"]
             language = services.settings.prompt_language
-            if instruction := side_call(services, state.incoming_note_ids, lambda: rephrase(
-                    services.llms, episode.get("rephrased") or i18n.text(CHAT_INSTRUCTION, language),
-                    prefer=state.llm.get("llm_id"), tags=tags, language=language), None, "the rephrase", at):
+            if instruction := side_call(
+                services,
+                state.incoming_note_ids,
+                lambda: rephrase(
+                    services.llms,
+                    episode.get("rephrased") or i18n.text(CHAT_INSTRUCTION, language),
+                    prefer=state.llm.get("llm_id"),
+                    tags=tags,
+                    language=language,
+                ),
+                None,
+                "the rephrase",
+                at,
+            ):
                 episode["rephrased"] = instruction
                 actions.append("rephrase")
         if held:
             actions.append("escalation_held:a_human_waits")
         elif episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
             with services.db.unit() as repos:
-                episode = Escalation(services, repos, state, body, runtime.stream_writer).run(episode, episode["streak"] - 1)
+                episode = Escalation(services, repos, state, body, runtime.stream_writer).run(
+                    episode, episode["streak"] - 1
+                )
             actions += [f"escalate:{m}" for m in episode["mechanisms"]]
     elif anxiety_streak:
         sampling = reflex_lite(sampling)
@@ -148,20 +193,36 @@ def check_stagnation(state: TickState, runtime: Runtime[AnimaContext],
             ended(services, state, episode)
             episode = StagnationEpisode()
     return {
-        "novelty": {"novelty_score": novelty_score, "max_similarity": round(value, 3), "method": method,
-                    "ngram_similarity": signals["ngram"], "semantic_similarity": signals.get("semantic"),
-                    "llm_novelty": comparison["novelty_score"] if comparison else None,
-                    "comparison": comparison, "reflection": reflection_of(comparison),
-                    "tags": (comparison.get("tags") if comparison else None) or [],
-                    "compared_with": signals.get("compared_with", 0), "similar_to_tick": signals.get("similar_to_tick"),
-                    "stagnation_flag": flag, "degenerate": broken,
-                    "stagnation_reason": (f"not a thought in words: {broken}" if broken else
-                                          stagnation_reason(signals, method, repeated, settings.graph_idle_ticks)
-                                          if flag else None),
-                    "graph_idle": graph_idle,
-                    "repeated": repeated, "triggered_actions": actions, "streak": episode.get("streak", 0),
-                    "diagnosis": episode.get("diagnosis"), "mechanisms": episode.get("mechanisms") or [],
-                    "dynamics": emotional_dynamics(emotions, novelty_score), "anxiety_streak": anxiety_streak},
+        "novelty": {
+            "novelty_score": novelty_score,
+            "max_similarity": round(value, 3),
+            "method": method,
+            "ngram_similarity": signals["ngram"],
+            "semantic_similarity": signals.get("semantic"),
+            "llm_novelty": comparison["novelty_score"] if comparison else None,
+            "comparison": comparison,
+            "reflection": reflection_of(comparison),
+            "tags": (comparison.get("tags") if comparison else None) or [],
+            "compared_with": signals.get("compared_with", 0),
+            "similar_to_tick": signals.get("similar_to_tick"),
+            "stagnation_flag": flag,
+            "degenerate": broken,
+            "stagnation_reason": (
+                f"not a thought in words: {broken}"
+                if broken
+                else stagnation_reason(signals, method, repeated, settings.graph_idle_ticks)
+                if flag
+                else None
+            ),
+            "graph_idle": graph_idle,
+            "repeated": repeated,
+            "triggered_actions": actions,
+            "streak": episode.get("streak", 0),
+            "diagnosis": episode.get("diagnosis"),
+            "mechanisms": episode.get("mechanisms") or [],
+            "dynamics": emotional_dynamics(emotions, novelty_score),
+            "anxiety_streak": anxiety_streak,
+        },
         "sampling": sampling,
         "stagnation": episode,
     }

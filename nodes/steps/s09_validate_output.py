@@ -31,8 +31,14 @@ from llm import LLMUnavailable, Sampling
 from nodes.attention import waiting
 from nodes.context import AnimaContext, Services, services_of
 from nodes.reflexes.prompts import VALIDATION_PROMPT, VALIDATION_SCHEMA
-from nodes.reflexes.validation import (aggregate, drift_trust, ethics_for_validators, metrics_line, parse_rating,
-                                      validator_metrics)
+from nodes.reflexes.validation import (
+    aggregate,
+    drift_trust,
+    ethics_for_validators,
+    metrics_line,
+    parse_rating,
+    validator_metrics,
+)
 from nodes.state import NoveltyReport, TickState, ValidationReport, ValidationUpdate, Vote
 from persona.settings import ReflexSettings
 
@@ -45,12 +51,14 @@ def strictness(novelty: NoveltyReport, reflexes: ReflexSettings) -> tuple[float,
     score = novelty.get("novelty_score")
     if score is None or not reflexes.strict_by or score >= reflexes.strict_below_novelty:
         return 0.0, ""
-    return reflexes.strict_by, (f"novelty {score:g} < {reflexes.strict_below_novelty:g}: every command needs "
-                                f"{reflexes.strict_by:+g} more")
+    return reflexes.strict_by, (
+        f"novelty {score:g} < {reflexes.strict_below_novelty:g}: every command needs {reflexes.strict_by:+g} more"
+    )
 
 
-def validate_output(state: TickState, runtime: Runtime[AnimaContext],
-                    params: dict[str, Any] | None = None) -> ValidationUpdate:
+def validate_output(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> ValidationUpdate:
     services = services_of(runtime)
     response = state.response.strip()
     reflexes = services.settings.reflexes
@@ -60,50 +68,122 @@ def validate_output(state: TickState, runtime: Runtime[AnimaContext],
     configured = services.llms.validators()
     validators = services.llms.validators(min_trust=reflexes.min_trust)
     if not configured:
-        return {"validation": {"auto_pass": True, "self_validation": False, "rating": 0.0, "distribution": {},
-                               "validators": [], "passed": True, "threshold": threshold, **strict}}
+        return {
+            "validation": {
+                "auto_pass": True,
+                "self_validation": False,
+                "rating": 0.0,
+                "distribution": {},
+                "validators": [],
+                "passed": True,
+                "threshold": threshold,
+                **strict,
+            }
+        }
     if not validators:  # distrust must not turn validation off
-        return {"validation": {"auto_pass": False, "self_validation": False, "rating": None, "passed": False,
-                               "validators": [], "distribution": {}, "threshold": threshold, **strict,
-                               "skipped": f"every validator's trust is below {reflexes.min_trust}: commands blocked"}}
+        return {
+            "validation": {
+                "auto_pass": False,
+                "self_validation": False,
+                "rating": None,
+                "passed": False,
+                "validators": [],
+                "distribution": {},
+                "threshold": threshold,
+                **strict,
+                "skipped": f"every validator's trust is below {reflexes.min_trust}: commands blocked",
+            }
+        }
     if not response:
-        return {"validation": {"auto_pass": False, "self_validation": False, "rating": None, "passed": False,
-                               "validators": [], "distribution": {}, "threshold": threshold, "skipped": "no output"}}
+        return {
+            "validation": {
+                "auto_pass": False,
+                "self_validation": False,
+                "rating": None,
+                "passed": False,
+                "validators": [],
+                "distribution": {},
+                "threshold": threshold,
+                "skipped": "no output",
+            }
+        }
     at = (state.thread_id, state.tick)
     if not state.audience and waiting(services, state.incoming_note_ids, at):  # a free thought's: a human comes first
-        return {"validation": {"auto_pass": False, "self_validation": False, "rating": None, "passed": False,
-                               "validators": [], "distribution": {}, "threshold": threshold, **strict,
-                               "skipped": "not rated: a human's note waits (this thought's commands do not run)"}}
+        return {
+            "validation": {
+                "auto_pass": False,
+                "self_validation": False,
+                "rating": None,
+                "passed": False,
+                "validators": [],
+                "distribution": {},
+                "threshold": threshold,
+                **strict,
+                "skipped": "not rated: a human's note waits (this thought's commands do not run)",
+            }
+        }
     main_id = state.llm.get("llm_id") or services.llms.primary_id
     self_validation = len(validators) == 1 and validators[0]["id"] == main_id
     ethics = services.persona.ethics
     language = services.settings.prompt_language
-    prompt = i18n.text(VALIDATION_PROMPT, language).format(ethics=ethics_for_validators(ethics, language),
-                                                           response=response[-3000:])
+    prompt = i18n.text(VALIDATION_PROMPT, language).format(
+        ethics=ethics_for_validators(ethics, language), response=response[-3000:]
+    )
     tags = {"thread_id": state.thread_id, "tick": state.tick}
 
     def ask(entry: dict[str, Any]) -> Vote:
         name = "self" if self_validation else entry["id"]
         started = time.monotonic()
         try:
-            gen = services.llms.generate("validate", prompt=prompt, sampling=Sampling(temperature=0.1, max_tokens=60),
-                                    json_schema=VALIDATION_SCHEMA, only=entry["id"], tags=tags)
+            gen = services.llms.generate(
+                "validate",
+                prompt=prompt,
+                sampling=Sampling(temperature=0.1, max_tokens=60),
+                json_schema=VALIDATION_SCHEMA,
+                only=entry["id"],
+                tags=tags,
+            )
         except LLMUnavailable as exc:
-            return {"LLM": name, "id": entry["id"], "rating": None, "comment": f"unavailable: {exc}"[:100], "trust": 0.0,
-                    "ms": _ms(started)}
+            return {
+                "LLM": name,
+                "id": entry["id"],
+                "rating": None,
+                "comment": f"unavailable: {exc}"[:100],
+                "trust": 0.0,
+                "ms": _ms(started),
+            }
         parsed = parse_rating(gen.text)
         if parsed is None:
-            return {"LLM": name, "id": entry["id"], "rating": None, "comment": f"unparseable: {gen.text[:60]!r}",
-                    "trust": 0.0, "ms": _ms(started)}
-        return {"LLM": name, "id": entry["id"], "rating": parsed[0], "comment": parsed[1] or ("self-eval" if self_validation else ""),
-                "trust": float(entry.get("trust_score", 1.0)), "ms": _ms(started)}
+            return {
+                "LLM": name,
+                "id": entry["id"],
+                "rating": None,
+                "comment": f"unparseable: {gen.text[:60]!r}",
+                "trust": 0.0,
+                "ms": _ms(started),
+            }
+        return {
+            "LLM": name,
+            "id": entry["id"],
+            "rating": parsed[0],
+            "comment": parsed[1] or ("self-eval" if self_validation else ""),
+            "trust": float(entry.get("trust_score", 1.0)),
+            "ms": _ms(started),
+        }
 
     with ThreadPoolExecutor(max_workers=min(4, len(validators))) as pool:
         votes = list(pool.map(ask, validators))
     result = aggregate(votes, threshold=threshold, agreement_min=reflexes.agreement_min)
     excluded = drift_trust(services, votes, result["rating"], state.thread_id) if not self_validation else []
-    report: ValidationReport = {**result, "auto_pass": False, "self_validation": self_validation, "validators": votes,
-                                "passed": result["rating"] >= threshold, "threshold": threshold, **strict}
+    report: ValidationReport = {
+        **result,
+        "auto_pass": False,
+        "self_validation": self_validation,
+        "validators": votes,
+        "passed": result["rating"] >= threshold,
+        "threshold": threshold,
+        **strict,
+    }
     rated = any(v.get("rating") is not None for v in votes)
     violation = rated and result["mean"] <= ethics.violation_policy.violation_at  # by the mean (validation.py)
     if violation:
@@ -119,8 +199,9 @@ def _ms(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 1)
 
 
-def _record(services: Services, state: TickState, report: ValidationReport, *, violation: bool,
-            excluded: list[str]) -> None:
+def _record(
+    services: Services, state: TickState, report: ValidationReport, *, violation: bool, excluded: list[str]
+) -> None:
     """What the process log and the diary keep of this validation (module doc)."""
     ethics, reflexes = services.persona.ethics, services.settings.reflexes
     summary_due = bool(reflexes.validation_summary_every) and state.tick % reflexes.validation_summary_every == 0
@@ -132,13 +213,19 @@ def _record(services: Services, state: TickState, report: ValidationReport, *, v
         if violation:
             policy = ethics.violation_policy
             mean = report["mean"]
-            repos.processes.add("ethics.violation", f"the validators rated my output {mean:+g} (at or below "
-                                f"{policy.violation_at:+g}); policy {policy.on_violation}",
-                                status="warning", thread_id=thread_id)
-            text = (f"Ethics decision at tick {tick}: my validators rated my output {mean:+g} (a violation at or "
-                    f"below {policy.violation_at:+g}); under my {ethics.model_type} ethics model and the "
-                    f"{policy.on_violation} policy its commands "
-                    + ("did not run." if report.get("violation") else "went to the usual consent gate."))
+            repos.processes.add(
+                "ethics.violation",
+                f"the validators rated my output {mean:+g} (at or below "
+                f"{policy.violation_at:+g}); policy {policy.on_violation}",
+                status="warning",
+                thread_id=thread_id,
+            )
+            text = (
+                f"Ethics decision at tick {tick}: my validators rated my output {mean:+g} (a violation at or "
+                f"below {policy.violation_at:+g}); under my {ethics.model_type} ethics model and the "
+                f"{policy.on_violation} policy its commands "
+                + ("did not run." if report.get("violation") else "went to the usual consent gate.")
+            )
             audit = ["audit"] if ethics.audit_json.diary else []
             entry = house.mesh.emergency_decision(text, tags=["ethics", *audit], thread_id=thread_id, tick=tick)
             if entry is not None:
@@ -146,17 +233,27 @@ def _record(services: Services, state: TickState, report: ValidationReport, *, v
             elif audit:
                 house.diary.add(text, tags=["ethics", *audit], thread_id=thread_id, tick=tick)
         if report.get("arbitration"):
-            votes = ", ".join(f"{v['LLM']} {v['rating']:+d} (trust {v['trust']:g})" for v in report["validators"]
-                              if v.get("rating") is not None)
-            house.diary.add(f"My validators disagreed at tick {tick} ({votes}): {report['arbitration']}; "
-                            f"rating {rating:+g}.", tags=["validation", "conflict"], thread_id=thread_id, tick=tick)
+            votes = ", ".join(
+                f"{v['LLM']} {v['rating']:+d} (trust {v['trust']:g})"
+                for v in report["validators"]
+                if v.get("rating") is not None
+            )
+            house.diary.add(
+                f"My validators disagreed at tick {tick} ({votes}): {report['arbitration']}; rating {rating:+g}.",
+                tags=["validation", "conflict"],
+                thread_id=thread_id,
+                tick=tick,
+            )
         for line in excluded:
-            house.diary.add(f"Validator drift at tick {tick}: {line}.", tags=["validation", "drift"],
-                            thread_id=thread_id, tick=tick)
+            house.diary.add(
+                f"Validator drift at tick {tick}: {line}.", tags=["validation", "drift"], thread_id=thread_id, tick=tick
+            )
         if summary_due:
-            metrics = validator_metrics(repos.messages.validations(METRICS_WINDOW),
-                                        conflict_below=reflexes.agreement_min)
+            metrics = validator_metrics(
+                repos.messages.validations(METRICS_WINDOW), conflict_below=reflexes.agreement_min
+            )
             if metrics["outputs"]:
                 line = metrics_line(metrics)
-                house.diary.add(line[:1].upper() + line[1:] + ".", tags=["validation", "metrics"],
-                                thread_id=thread_id, tick=tick)
+                house.diary.add(
+                    line[:1].upper() + line[1:] + ".", tags=["validation", "metrics"], thread_id=thread_id, tick=tick
+                )

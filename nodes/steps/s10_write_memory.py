@@ -23,8 +23,9 @@ from nodes.context import AnimaContext, services_of
 from nodes.state import NoveltyReport, TickState, WriteMemoryUpdate, tick_key
 
 
-def write_memory(state: TickState, runtime: Runtime[AnimaContext],
-                 params: dict[str, Any] | None = None) -> WriteMemoryUpdate:
+def write_memory(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> WriteMemoryUpdate:
     services = services_of(runtime)
     response = state.response
     if not response.strip():
@@ -33,11 +34,21 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
     continuation = state.mode == "continuation"
     key = tick_key(state)
     if novelty.get("degenerate"):  # not words: a later prompt would only learn to repeat it
-        kind, content = "stagnation_record", (f"[output not in words ({novelty['degenerate']}), not kept; "
-                                              f"{', '.join(novelty.get('triggered_actions') or [])}]")
+        kind, content = (
+            "stagnation_record",
+            (
+                f"[output not in words ({novelty['degenerate']}), not kept; "
+                f"{', '.join(novelty.get('triggered_actions') or [])}]"
+            ),
+        )
     elif novelty.get("repeated"):
-        kind, content = "stagnation_record", (f"[output identical to tick {novelty.get('similar_to_tick')} "
-                                              f"not stored again; {', '.join(novelty.get('triggered_actions') or [])}]")
+        kind, content = (
+            "stagnation_record",
+            (
+                f"[output identical to tick {novelty.get('similar_to_tick')} "
+                f"not stored again; {', '.join(novelty.get('triggered_actions') or [])}]"
+            ),
+        )
     else:
         kind = "continuation" if continuation else "response"
         content = response if continuation else (state.thought or response)
@@ -54,16 +65,20 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
             return repos.messages.upsert(dedup_key, **fields).id
 
         for position, turn in enumerate(state.human_turns):
-            write(f"{key}:human:{position}", thread_id=thread_id, tick=state.tick,
-                  kind="human", role="user", content=turn)
+            write(
+                f"{key}:human:{position}", thread_id=thread_id, tick=state.tick, kind="human", role="user", content=turn
+            )
         # what a human said became a conversation memory when it came in (managers/conversation.py, the one way in);
         # a note that came by another path (an older version, a tool writing the table) is remembered now
         if state.incoming_note_ids:
-            services.managers.over(repos).conversation.remember_unrecorded(
-                repos.notes.many(state.incoming_note_ids))
+            services.managers.over(repos).conversation.remember_unrecorded(repos.notes.many(state.incoming_note_ids))
         row_id = write(
             f"{key}:response",
-            thread_id=state.thread_id, tick=state.tick, kind=kind, role="assistant", content=content,
+            thread_id=state.thread_id,
+            tick=state.tick,
+            kind=kind,
+            role="assistant",
+            content=content,
             llm_id=llm.get("llm_id"),
             novelty_score=novelty.get("novelty_score"),
             reflection=novelty.get("reflection"),
@@ -82,12 +97,15 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
             stagnation_flag=bool(novelty.get("stagnation_flag")),
             stagnation_reason=novelty.get("stagnation_reason"),
             triggered_actions=list(novelty.get("triggered_actions") or []),
-            meta={"commands": [c["cmd_id"] for c in state.commands],
-                  "dynamics": novelty.get("dynamics"),
-                  "llm_mismatch": bool(state.emotion_eval.get("llm_mismatch")),
-                  "emotion_source": state.emotion_eval.get("source"),
-                  "emotions_carried_from": state.emotion_eval.get("carried_from"),
-                  "parse_errors": state.parse_errors, "raw_chars": len(response)},
+            meta={
+                "commands": [c["cmd_id"] for c in state.commands],
+                "dynamics": novelty.get("dynamics"),
+                "llm_mismatch": bool(state.emotion_eval.get("llm_mismatch")),
+                "emotion_source": state.emotion_eval.get("source"),
+                "emotions_carried_from": state.emotion_eval.get("carried_from"),
+                "parse_errors": state.parse_errors,
+                "raw_chars": len(response),
+            },
         )
         if "novelty_score" in novelty:
             _record_metrics(repos, state, novelty, row_id)
@@ -100,15 +118,25 @@ def write_memory(state: TickState, runtime: Runtime[AnimaContext],
             # a thought that answered a guest or a peer carries their conversation's tag: it is theirs to be shown again
             audience = Audience.from_dict(dict(state.audience))
             scope = [audience.tag] if audience.tag and not audience.private else []
-            record_turn(repos, ref=f"msg:{row_id}", text=content, author=services.persona.display_name, episode=thread_id,
-                        thread_id=thread_id, tags=[*(novelty.get("tags") or []), *scope], emotions=[n for n, _ in emotions],
-                        importance=min(1.0, 0.4 + 0.1 * strongest), emotion_score=strongest / 5,
-                        novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100)
+            record_turn(
+                repos,
+                ref=f"msg:{row_id}",
+                text=content,
+                author=services.persona.display_name,
+                episode=thread_id,
+                thread_id=thread_id,
+                tags=[*(novelty.get("tags") or []), *scope],
+                emotions=[n for n, _ in emotions],
+                importance=min(1.0, 0.4 + 0.1 * strongest),
+                emotion_score=strongest / 5,
+                novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100,
+            )
         logged = [] if first else repos.emotion_log.recent("persona", thread_id=thread_id, tick=state.tick)  # a re-run
         fresh = state.emotion_eval.get("source") != "carried"  # an inherited rating is no new feeling
         for name, strength in emotions if fresh and not logged else []:
-            repos.emotion_log.add(name, strength, subject="persona", snippet=content[:200], thread_id=thread_id,
-                                  tick=state.tick)
+            repos.emotion_log.add(
+                name, strength, subject="persona", snippet=content[:200], thread_id=thread_id, tick=state.tick
+            )
         repos.notes.mark_read(state.incoming_note_ids)
         response_id = row_id
     services.sync_memory()
@@ -119,14 +147,22 @@ def _record_metrics(repos: Repos, state: TickState, novelty: NoveltyReport, mess
     """The tick's anti_stagnation_metrics row; the previous reflex learns its 'after'."""
     comparison = novelty.get("comparison")
     repos.stagnation.add(
-        thread_id=state.thread_id, tick=state.tick, message_id=message_id,
-        novelty_score=novelty.get("novelty_score"), ngram_similarity=novelty.get("ngram_similarity"),
-        semantic_similarity=novelty.get("semantic_similarity"), llm_novelty=novelty.get("llm_novelty"),
+        thread_id=state.thread_id,
+        tick=state.tick,
+        message_id=message_id,
+        novelty_score=novelty.get("novelty_score"),
+        ngram_similarity=novelty.get("ngram_similarity"),
+        semantic_similarity=novelty.get("semantic_similarity"),
+        llm_novelty=novelty.get("llm_novelty"),
         method=novelty.get("method") or "cheap",
         new_ideas=len(comparison.get("new_ideas") or []) if comparison else 0,
         refined_ideas=len(comparison.get("refined_ideas") or []) if comparison else 0,
         discarded_ideas=len(comparison.get("discarded_ideas") or []) if comparison else 0,
-        stagnation_flag=bool(novelty.get("stagnation_flag")), reason=novelty.get("stagnation_reason"),
-        streak=int(novelty.get("streak") or 0), diagnosis=novelty.get("diagnosis"),
-        mechanisms=list(novelty.get("mechanisms") or []), triggered_actions=list(novelty.get("triggered_actions") or []),
-        sampling=dict(state.sampling))
+        stagnation_flag=bool(novelty.get("stagnation_flag")),
+        reason=novelty.get("stagnation_reason"),
+        streak=int(novelty.get("streak") or 0),
+        diagnosis=novelty.get("diagnosis"),
+        mechanisms=list(novelty.get("mechanisms") or []),
+        triggered_actions=list(novelty.get("triggered_actions") or []),
+        sampling=dict(state.sampling),
+    )

@@ -22,8 +22,8 @@ from langgraph.runtime import Runtime
 from sqlalchemy.exc import IntegrityError
 
 from managers.audience import ALONE, Audience
-from memory.taint import tainted, tracking_reads
 from memory import provenance
+from memory.taint import tainted, tracking_reads
 from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
 from nodes.commands.spec import CommandSpec
 from nodes.commands.thoughts import SELF_ERROR, flags_this_thought
@@ -46,18 +46,23 @@ def read_only_refusal(cmd: Command, effect: str, task_id: int) -> str | None:
         target = cmd.args.get("id", cmd.args.get("task_id"))
         if str(target) == str(task_id):
             return None
-        return (f"a read-only task cycle may edit only its own task ({task_id}), not task {target}; "
-                "propose the change to the main loop with notes.add")
-    return (f"{cmd.type} would change records a read-only task cycle may not touch; "
-            "propose it to the main loop with notes.add")
+        return (
+            f"a read-only task cycle may edit only its own task ({task_id}), not task {target}; "
+            "propose the change to the main loop with notes.add"
+        )
+    return (
+        f"{cmd.type} would change records a read-only task cycle may not touch; "
+        "propose it to the main loop with notes.add"
+    )
 
 
 SIMULATED = {"external": "reach outside me", "modify_self": "change who I am"}  # not run in a simulation thread
 
 
 def _thread_origin(services: Services, state: TickState, repos: Any) -> str | None:
-    thread = services.reads.get(state.thread_id, state.tick, ("thread", state.thread_id),
-                                lambda: repos.threads.get(state.thread_id))
+    thread = services.reads.get(
+        state.thread_id, state.tick, ("thread", state.thread_id), lambda: repos.threads.get(state.thread_id)
+    )
     return thread.origin if thread is not None else None
 
 
@@ -77,11 +82,20 @@ def end_simulation(services: Services, state: TickState) -> dict[str, Any] | Non
     result = close_thread(services, thread.id, status="completed")
     with services.db.unit() as repos:
         set_active_thread(services, repos, state.root_thread or parent_id, parent_id)
-        repos.processes.add("stelis.simulation", f"the rehearsal “{label}” ended after "
-                            f"{services.settings.reflexes.simulation_ticks} thoughts; its chronicle is in {parent_id}",
-                            status="ok", thread_id=parent_id)
-    return {"event": "stelis_leave", "thread_id": result.thread_id, "label": label, "status": "completed",
-            "origin": SIMULATION}
+        repos.processes.add(
+            "stelis.simulation",
+            f"the rehearsal “{label}” ended after "
+            f"{services.settings.reflexes.simulation_ticks} thoughts; its chronicle is in {parent_id}",
+            status="ok",
+            thread_id=parent_id,
+        )
+    return {
+        "event": "stelis_leave",
+        "thread_id": result.thread_id,
+        "label": label,
+        "status": "completed",
+        "origin": SIMULATION,
+    }
 
 
 def _failure_message(exc: Exception) -> str:
@@ -91,11 +105,29 @@ def _failure_message(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _context(repos, services: Services, commands: Registry, state: TickState, thread_id: str, task_id: int | None,
-             llm_id: str | None, audience: Audience = ALONE) -> CommandContext:
-    return CommandContext(repos=repos, thread_id=thread_id, tick=state.tick, llm_id=llm_id, settings=services.settings,
-                          now=services.clock(), services=services, root_thread=state.root_thread or thread_id, task_id=task_id,
-                          registry=commands, audience=audience)
+def _context(
+    repos,
+    services: Services,
+    commands: Registry,
+    state: TickState,
+    thread_id: str,
+    task_id: int | None,
+    llm_id: str | None,
+    audience: Audience = ALONE,
+) -> CommandContext:
+    return CommandContext(
+        repos=repos,
+        thread_id=thread_id,
+        tick=state.tick,
+        llm_id=llm_id,
+        settings=services.settings,
+        now=services.clock(),
+        services=services,
+        root_thread=state.root_thread or thread_id,
+        task_id=task_id,
+        registry=commands,
+        audience=audience,
+    )
 
 
 def out_of_scope(spec: CommandSpec, effect: str, audience: Audience) -> str | None:
@@ -103,8 +135,10 @@ def out_of_scope(spec: CommandSpec, effect: str, audience: Audience) -> str | No
     that show what is theirs or shareable do (`CommandSpec.scoped`, managers/audience.py)."""
     if effect != "read" or spec.scoped or audience.private:
         return None
-    return (f"not run while I answer {audience.describe()}: {spec.type} reads what only my owner may see; "
-            "memory.search shows what is ours or shareable")
+    return (
+        f"not run while I answer {audience.describe()}: {spec.type} reads what only my owner may see; "
+        "memory.search shows what is ours or shareable"
+    )
 
 
 def after_commit(actions: list) -> None:
@@ -130,8 +164,9 @@ def _stranger(spec: CommandSpec, cmd: Command, ctx: CommandContext, state: TickS
             people.add(int(note.author_id))
         if (peer := provenance.note_author(note)) is not None:
             peers.add(peer.lower())
-        peers.update(t.split(":", 1)[1].lower() for t in note.tags or []
-                     if isinstance(t, str) and t.startswith("peer:"))
+        peers.update(
+            t.split(":", 1)[1].lower() for t in note.tags or [] if isinstance(t, str) and t.startswith("peer:")
+        )
     if recipient.get("person") in people or str(recipient.get("peer", "")).lower() in peers:
         return None
     return recipient["label"]
@@ -140,17 +175,31 @@ def _stranger(spec: CommandSpec, cmd: Command, ctx: CommandContext, state: TickS
 def _shown_sources(repos: Any, read: set[tuple[str, str]]) -> list[provenance.Source]:
     """The sources of the tainted rows a command read (its result shows them)."""
     found = repos.taints.of_keys(read) if read else {}
-    return provenance.merged(*(provenance.through(sources, provenance.via_of(tier, ref))
-                               for (tier, ref), sources in found.items()))
+    return provenance.merged(
+        *(provenance.through(sources, provenance.via_of(tier, ref)) for (tier, ref), sources in found.items())
+    )
 
 
-def run_one(cmd: Command, state: TickState, services: Services, commands: Registry, llm_id: str | None,
-             refusal_before_gate: tuple[str, str] | None = None) -> tuple[ExecutedCommand, list[dict]]:
+def run_one(
+    cmd: Command,
+    state: TickState,
+    services: Services,
+    commands: Registry,
+    llm_id: str | None,
+    refusal_before_gate: tuple[str, str] | None = None,
+) -> tuple[ExecutedCommand, list[dict]]:
     thread_id = state.thread_id
     key = f"{thread_id}:{state.tick}:{cmd.cmd_id}"
     base: ExecutedCommand = {"cmd_id": cmd.cmd_id, "type": cmd.type}
-    record = dict(cmd_key=key, thread_id=thread_id, tick=state.tick, cmd_id=cmd.cmd_id, type=cmd.type, args=cmd.args,
-                  description=cmd.description)
+    record = dict(
+        cmd_key=key,
+        thread_id=thread_id,
+        tick=state.tick,
+        cmd_id=cmd.cmd_id,
+        type=cmd.type,
+        args=cmd.args,
+        description=cmd.description,
+    )
     spec = commands.get(cmd.type)
     if spec is None and refusal_before_gate is None:
         refusal_before_gate = ("unknown", f"unknown command type {cmd.type!r}; see help.show")
@@ -172,52 +221,95 @@ def run_one(cmd: Command, state: TickState, services: Services, commands: Regist
                 return {**base, "status": "refused", "result": message}, []
             task = repos.tasks.by_repl_thread(thread_id)
             effect = spec.effect_for(cmd.args)
-            refusal = read_only_refusal(cmd, effect, task.id) if task is not None and task.repl_mode == "read_only" else None
+            refusal = (
+                read_only_refusal(cmd, effect, task.id) if task is not None and task.repl_mode == "read_only" else None
+            )
             if refusal is None and effect in SIMULATED and _thread_origin(services, state, repos) == SIMULATION:
-                refusal = (f"simulated, not run: {cmd.type} would {SIMULATED[effect]}, and this thread is a rehearsal "
-                           "in a simulated environment (nothing leaves it)")
+                refusal = (
+                    f"simulated, not run: {cmd.type} would {SIMULATED[effect]}, and this thread is a rehearsal "
+                    "in a simulated environment (nothing leaves it)"
+                )
             audience = Audience.from_dict(dict(state.audience))
             if refusal is None:
                 refusal = out_of_scope(spec, effect, audience)
             if refusal:
                 repos.commands.record(**record, status="refused", result=refusal)
                 return {**base, "status": "refused", "result": refusal}, []
-            ctx = _context(repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id,
-                           audience)
+            ctx = _context(
+                repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id, audience
+            )
             consent = ctx.managers.consent
-            verdict = consent.decide(spec.asked(cmd.args), dict(state.validation), state.untrusted,
-                                     _stranger(spec, cmd, ctx, state, repos))
+            verdict = consent.decide(
+                spec.asked(cmd.args), dict(state.validation), state.untrusted, _stranger(spec, cmd, ctx, state, repos)
+            )
             if verdict.action == "block":
                 status = "blocked" if verdict.actor == "ethics" else "unvalidated"
                 repos.commands.record(**record, status=status, result=verdict.reason)
-                consent.audit(verdict, type=cmd.type, decision="blocked", cmd_key=key, thread_id=thread_id,
-                              tick=state.tick, now=now)
+                consent.audit(
+                    verdict,
+                    type=cmd.type,
+                    decision="blocked",
+                    cmd_key=key,
+                    thread_id=thread_id,
+                    tick=state.tick,
+                    now=now,
+                )
                 return {**base, "status": status, "result": verdict.reason}, []
             if verdict.action == "park":
-                row, created = consent.park(verdict, cmd_key=key, cmd_id=cmd.cmd_id, type=cmd.type, args=cmd.args,
-                                            description=cmd.description, thread_id=thread_id,
-                                            root_thread=state.root_thread or thread_id, tick=state.tick, now=now)
-                message = (f"waits for my human's approval (approval {row.id})" if created
-                           else f"already waiting for my human's approval (approval {row.id})")
+                row, created = consent.park(
+                    verdict,
+                    cmd_key=key,
+                    cmd_id=cmd.cmd_id,
+                    type=cmd.type,
+                    args=cmd.args,
+                    description=cmd.description,
+                    thread_id=thread_id,
+                    root_thread=state.root_thread or thread_id,
+                    tick=state.tick,
+                    now=now,
+                )
+                message = (
+                    f"waits for my human's approval (approval {row.id})"
+                    if created
+                    else f"already waiting for my human's approval (approval {row.id})"
+                )
                 repos.commands.record(**record, status="pending_approval", result=message)
-                return {**base, "status": "pending_approval", "result": message, "approval_id": row.id}, \
-                    [{"event": "approval", "approval_id": row.id, "type": cmd.type, "args": cmd.args,
-                      "reason": verdict.reason, "new": created, "tick": state.tick}]
-            with tracking_reads(repos.session) as read, \
-                    tainted(repos.session, list(state.untrusted), thread_id=thread_id, tick=state.tick):
+                return {**base, "status": "pending_approval", "result": message, "approval_id": row.id}, [
+                    {
+                        "event": "approval",
+                        "approval_id": row.id,
+                        "type": cmd.type,
+                        "args": cmd.args,
+                        "reason": verdict.reason,
+                        "new": created,
+                        "tick": state.tick,
+                    }
+                ]
+            with (
+                tracking_reads(repos.session) as read,
+                tainted(repos.session, list(state.untrusted), thread_id=thread_id, tick=state.tick),
+            ):
                 result: CommandResult = spec.handler(cmd, ctx)
             if result.show:  # a result read for a guest or a peer is shown again only while answering them
-                repos.processes.add(cmd.type, result.output, status="ok", thread_id=result.thread_id or thread_id,
-                                    sources=provenance.merged(result.sources, _shown_sources(repos, read)),
-                                    tags=[audience.tag] if audience.tag else None)
+                repos.processes.add(
+                    cmd.type,
+                    result.output,
+                    status="ok",
+                    thread_id=result.thread_id or thread_id,
+                    sources=provenance.merged(result.sources, _shown_sources(repos, read)),
+                    tags=[audience.tag] if audience.tag else None,
+                )
             repos.commands.record(**record, status=result.status, result=result.output)
             if result.status == "executed":
                 ctx.managers.tool_uses.record(cmd.type, cmd.args, now=now)  # HMP: frequently used tools and links
-            consent.audit(verdict, type=cmd.type, decision="executed", cmd_key=key, thread_id=thread_id,
-                          tick=state.tick, now=now)
+            consent.audit(
+                verdict, type=cmd.type, decision="executed", cmd_key=key, thread_id=thread_id, tick=state.tick, now=now
+            )
             committed = ctx.after_commit
             outcome: tuple[ExecutedCommand, list[dict[str, Any]]] = (
-                {**base, "status": result.status, "result": result.output}, ctx.events)
+                {**base, "status": result.status, "result": result.output},
+                ctx.events,
+            )
         after_commit(committed)
         return outcome
     except IntegrityError:  # another process committed the same cmd_key first
@@ -237,8 +329,11 @@ def _withdrawn(state: TickState) -> str | None:
     """Why this tick's commands do not run when the model flagged this very thought as a reasoning error (HMP
     `self_error`: managers/thoughts.py), else None."""
     for raw in state.commands:
-        if raw.get("type") == SELF_ERROR and not raw.get("error") and flags_this_thought(raw.get("args") or {},
-                                                                                          state.tick):
+        if (
+            raw.get("type") == SELF_ERROR
+            and not raw.get("error")
+            and flags_this_thought(raw.get("args") or {}, state.tick)
+        ):
             reason = str((raw.get("args") or {}).get("reason") or "")[:300]
             return f"withdrawn: I flagged this thought's reasoning as an error ({reason})"
     return None
@@ -250,8 +345,11 @@ FEEDBACK_LINES = 12
 def what_went_wrong(parse_errors: list[str], executed: list[ExecutedCommand]) -> str:
     """One entry for the next tick's process log: what could not be read, and every command that did not run, why."""
     lines = [f"reading my output: {error}" for error in parse_errors]
-    lines += [f"{e['type']} ({e['cmd_id']}) {e['status']}: {e['result']}" for e in executed
-              if e.get("status") in NOT_RUN and not e.get("already_done")]
+    lines += [
+        f"{e['type']} ({e['cmd_id']}) {e['status']}: {e['result']}"
+        for e in executed
+        if e.get("status") in NOT_RUN and not e.get("already_done")
+    ]
     if len(lines) > FEEDBACK_LINES:
         lines = lines[:FEEDBACK_LINES] + [f"… and {len(lines) - FEEDBACK_LINES} more"]
     return "\n".join(line[:400] for line in lines)
@@ -278,20 +376,44 @@ def run_approved(state: TickState, services: Services, commands: Registry) -> tu
                 spec = commands.get(row.type)
                 if spec is None:
                     raise CommandError(f"{row.type} no longer exists")
-                cmd = Command(cmd_id=row.cmd_id, type=row.type, args=spec.check(dict(row.args or {})),
-                              description=row.description or "")  # parked by an older version: checked again
+                cmd = Command(
+                    cmd_id=row.cmd_id,
+                    type=row.type,
+                    args=spec.check(dict(row.args or {})),
+                    description=row.description or "",
+                )  # parked by an older version: checked again
                 ctx = _context(repos, services, commands, state, row.thread_id, None, None)
                 result = spec.handler(cmd, ctx)
                 if not repos.approvals.mark_executed(approval_id, result.output, now):
                     raise _LostRace()
                 repos.commands.set_status(row.cmd_key, result.status, result.output)
-                repos.audit.add(thread_id=row.thread_id, tick=state.tick, cmd_key=row.cmd_key, type=row.type,
-                                effect=row.effect, decision="executed", actor="human", reason=f"approval {row.id}",
-                                approval_id=row.id, created_at=now)
-                repos.processes.add("approval.executed", f"my human approved {row.type} (approval {row.id}); it ran: "
-                                    f"{result.output}"[:2000], status="ok", thread_id=row.thread_id)
-                outcomes.append({"cmd_id": row.cmd_id, "type": row.type, "status": result.status, "result": result.output,
-                                 "approval_id": row.id})
+                repos.audit.add(
+                    thread_id=row.thread_id,
+                    tick=state.tick,
+                    cmd_key=row.cmd_key,
+                    type=row.type,
+                    effect=row.effect,
+                    decision="executed",
+                    actor="human",
+                    reason=f"approval {row.id}",
+                    approval_id=row.id,
+                    created_at=now,
+                )
+                repos.processes.add(
+                    "approval.executed",
+                    f"my human approved {row.type} (approval {row.id}); it ran: {result.output}"[:2000],
+                    status="ok",
+                    thread_id=row.thread_id,
+                )
+                outcomes.append(
+                    {
+                        "cmd_id": row.cmd_id,
+                        "type": row.type,
+                        "status": result.status,
+                        "result": result.output,
+                        "approval_id": row.id,
+                    }
+                )
                 events += ctx.events
                 committed = ctx.after_commit
             after_commit(committed)
@@ -305,18 +427,39 @@ def run_approved(state: TickState, services: Services, commands: Registry) -> tu
                     continue
                 if repos.approvals.mark_failed(approval_id, message[:2000], now):
                     repos.commands.set_status(row.cmd_key, "failed", message[:2000])
-                    repos.audit.add(thread_id=row.thread_id, tick=state.tick, cmd_key=row.cmd_key, type=row.type,
-                                    effect=row.effect, decision="failed", actor="loop", reason=message[:2000],
-                                    approval_id=row.id, created_at=now)
-                    repos.processes.add("approval.failed", f"{row.type} (approval {row.id}) failed: {message}"[:2000],
-                                        status="error", thread_id=row.thread_id)
-            outcomes.append({"cmd_id": row.cmd_id, "type": row.type, "status": "failed", "result": message,
-                             "approval_id": approval_id})
+                    repos.audit.add(
+                        thread_id=row.thread_id,
+                        tick=state.tick,
+                        cmd_key=row.cmd_key,
+                        type=row.type,
+                        effect=row.effect,
+                        decision="failed",
+                        actor="loop",
+                        reason=message[:2000],
+                        approval_id=row.id,
+                        created_at=now,
+                    )
+                    repos.processes.add(
+                        "approval.failed",
+                        f"{row.type} (approval {row.id}) failed: {message}"[:2000],
+                        status="error",
+                        thread_id=row.thread_id,
+                    )
+            outcomes.append(
+                {
+                    "cmd_id": row.cmd_id,
+                    "type": row.type,
+                    "status": "failed",
+                    "result": message,
+                    "approval_id": approval_id,
+                }
+            )
     return outcomes, events
 
 
-def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
-                     params: dict[str, Any] | None = None) -> ExecutionUpdate:
+def execute_commands(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> ExecutionUpdate:
     services = services_of(runtime)
     commands = registry()
     executed, events = run_approved(state, services, commands)
@@ -339,8 +482,13 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
     thought_sources = provenance.own(state.untrusted)
     if state.response_id is not None and thought_sources:  # the thought keeps what its tick read
         with services.db.unit() as repos:
-            repos.taints.mark([("message", str(state.response_id))], list(thought_sources), thread_id=state.thread_id,
-                              tick=state.tick, now=services.clock())
+            repos.taints.mark(
+                [("message", str(state.response_id))],
+                list(thought_sources),
+                thread_id=state.thread_id,
+                tick=state.tick,
+                now=services.clock(),
+            )
     for event in events:
         runtime.stream_writer(event)
     if executed:
@@ -355,19 +503,31 @@ def execute_commands(state: TickState, runtime: Runtime[AnimaContext],
         if cycle is None:
             cycle = services.managers.over(repos).loop.cycle(state.thread_id)
         repos.ticks.finish(
-            state.thread_id, state.tick,
+            state.thread_id,
+            state.tick,
             status="degraded" if state.degraded else "ok",
-            summary={"commands": [{"cmd_id": e["cmd_id"], "type": e["type"], "status": e["status"]} for e in executed],
-                     "parse_errors": state.parse_errors, "novelty": state.novelty.get("novelty_score"),
-                     "stagnation": bool(state.novelty.get("stagnation_flag")), "rating": state.validation.get("rating"),
-                     "auto_pass": state.validation.get("auto_pass"), "emotions": state.emotions,
-                     "context": state.context_report, "error": state.error,
-                     "drives": {k: state.drives.get(k) for k in ("levels", "dominant", "reach_out")}
-                     if state.drives.get("levels") else None},
-            llm_calls=int(totals["calls"]), prompt_tokens=int(totals["prompt_tokens"]),
-            completion_tokens=int(totals["completion_tokens"]), llm_ms=totals["latency_ms"],
+            summary={
+                "commands": [{"cmd_id": e["cmd_id"], "type": e["type"], "status": e["status"]} for e in executed],
+                "parse_errors": state.parse_errors,
+                "novelty": state.novelty.get("novelty_score"),
+                "stagnation": bool(state.novelty.get("stagnation_flag")),
+                "rating": state.validation.get("rating"),
+                "auto_pass": state.validation.get("auto_pass"),
+                "emotions": state.emotions,
+                "context": state.context_report,
+                "error": state.error,
+                "drives": {k: state.drives.get(k) for k in ("levels", "dominant", "reach_out")}
+                if state.drives.get("levels")
+                else None,
+            },
+            llm_calls=int(totals["calls"]),
+            prompt_tokens=int(totals["prompt_tokens"]),
+            completion_tokens=int(totals["completion_tokens"]),
+            llm_ms=totals["latency_ms"],
         )
     chosen = cycle.get("pause_s")  # cycle.pause (per thread) wins over config.yaml's cycle.pause_s
-    pause_s = max(float(services.settings.cycle.pause_s if chosen is None else chosen),
-                  float(state.stagnation.get("pause_s") or 0.0))
+    pause_s = max(
+        float(services.settings.cycle.pause_s if chosen is None else chosen),
+        float(state.stagnation.get("pause_s") or 0.0),
+    )
     return {"executed": executed, "pause_s": pause_s, "idle": bool(cycle.get("idle"))}

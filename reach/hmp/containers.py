@@ -13,7 +13,8 @@ is a new container whose lineage names the old one).
 a field of the wrong type: reach/hmp/wire.py, schema.py), forged (id or signature does not match), then — the sender
 now proven (`Refused.verified`) — unknown_type, expired (or dated too far ahead) and a malformed payload (a field of
 its type's payload model of the wrong type). A refusal whose sender is not proven must not be held against the DID it
-names (that would let anyone frame a peer): the receiver holds it against the peer that delivered it. Replays, revoked keys, blocklisted peers and
+names (that would let anyone frame a peer): the receiver holds it against the peer that delivered it. Replays, revoked
+keys, blocklisted peers and
 floods need the receiver's state; the manager checks those (managers/mesh.py)."""
 
 from __future__ import annotations
@@ -38,28 +39,44 @@ MAX_BYTES = 64 * 1024  # a container on the wire; bigger ones are refused before
 MAX_TTL_SECONDS = 30 * 24 * 3600
 CLOCK_SKEW_SECONDS = 120  # a container dated further ahead than this is refused as expired (not yet valid)
 # what a container may be; anything else is refused as unknown_type
-TYPES = frozenset({
-    "message",  # a note to one peer (recipient) or to all
-    "note",  # a distributed note: its author's signed note ({text, mentions, hashtags, priority}), carried to one
-    # friend (recipient) inside a friend's envelope ({note: <that container>, hops}) — managers/mesh.py
-    "ask", "answer",  # a question to a peer and its answer (lineage: the ask)
-    "cogsync",  # a diary entry, concept, link or abstract published under a topic (tag)
-    "evaluation",  # a signed evaluation −1…+1 of a peer or of one container
-    "ethics_case", "solution", "vote",  # ethics consensus: case → solutions → votes
-    "claim",  # CogConsensus: a claim; evaluations of it are its votes
-    "rotation", "revocation",  # key management
-    "hello",  # a persona saying who it is on the mesh (its topics), sent when it first meets peers
-    "goal", "goal_status",  # HMP GMP: a goal put to the peers, and what became of it at one (lineage: the goal)
-    "strategy", "thinking_method", "model_address",  # offered to peers; the receiver's owner approves before use
-})
+TYPES = frozenset(
+    {
+        "message",  # a note to one peer (recipient) or to all
+        "note",  # a distributed note: its author's signed note ({text, mentions, hashtags, priority}), carried to one
+        # friend (recipient) inside a friend's envelope ({note: <that container>, hops}) — managers/mesh.py
+        "ask",
+        "answer",  # a question to a peer and its answer (lineage: the ask)
+        "cogsync",  # a diary entry, concept, link or abstract published under a topic (tag)
+        "evaluation",  # a signed evaluation −1…+1 of a peer or of one container
+        "ethics_case",
+        "solution",
+        "vote",  # ethics consensus: case → solutions → votes
+        "claim",  # CogConsensus: a claim; evaluations of it are its votes
+        "rotation",
+        "revocation",  # key management
+        "hello",  # a persona saying who it is on the mesh (its topics), sent when it first meets peers
+        "goal",
+        "goal_status",  # HMP GMP: a goal put to the peers, and what became of it at one (lineage: the goal)
+        "strategy",
+        "thinking_method",
+        "model_address",  # offered to peers; the receiver's owner approves before use
+    }
+)
 BODY_FIELDS = ("v", "type", "sender", "ts", "ttl", "nonce", "recipient", "topic", "lineage", "payload")
 
 
 class Refused(Exception):
     """A container that was refused; `reason` is the counter it goes to."""
 
-    def __init__(self, reason: str, detail: str = "", *, sender: str | None = None, container_id: str | None = None,
-                 verified: bool = False):
+    def __init__(
+        self,
+        reason: str,
+        detail: str = "",
+        *,
+        sender: str | None = None,
+        container_id: str | None = None,
+        verified: bool = False,
+    ):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
@@ -84,16 +101,30 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def seal(identity: Identity, type_: str, payload: Mapping[str, Any], *, ttl: int = 24 * 3600,
-         lineage: Iterable[str] = (), recipient: str | None = None, topic: str | None = None,
-         now_ms: int | None = None) -> dict[str, Any]:
+def seal(
+    identity: Identity,
+    type_: str,
+    payload: Mapping[str, Any],
+    *,
+    ttl: int = 24 * 3600,
+    lineage: Iterable[str] = (),
+    recipient: str | None = None,
+    topic: str | None = None,
+    now_ms: int | None = None,
+) -> dict[str, Any]:
     """A new signed container from `identity`."""
     if type_ not in TYPES:
         raise ValueError(f"unknown container type {type_!r}")
     body: dict[str, Any] = {
-        "v": VERSION, "type": type_, "sender": identity.did,
-        "ts": int(time.time() * 1000) if now_ms is None else int(now_ms), "ttl": int(min(ttl, MAX_TTL_SECONDS)),
-        "nonce": secrets.token_hex(8), "recipient": recipient, "topic": topic, "lineage": list(lineage),
+        "v": VERSION,
+        "type": type_,
+        "sender": identity.did,
+        "ts": int(time.time() * 1000) if now_ms is None else int(now_ms),
+        "ttl": int(min(ttl, MAX_TTL_SECONDS)),
+        "nonce": secrets.token_hex(8),
+        "recipient": recipient,
+        "topic": topic,
+        "lineage": list(lineage),
         "payload": dict(payload),
     }
     encoded = canonical(body)
@@ -170,19 +201,30 @@ def check_value(container: Any, size: int, *, now_ms: int | None = None) -> Chec
     if container["type"] not in TYPES:
         raise Refused("unknown_type", str(container["type"])[:40], sender=claimed, container_id=cid, verified=True)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    if container["ttl"] <= 0 or container["ttl"] > MAX_TTL_SECONDS \
-            or container["ts"] + container["ttl"] * 1000 < now:
-        raise Refused("expired", f"ts {container['ts']} ttl {container['ttl']}s", sender=claimed, container_id=cid,
-                      verified=True)
+    if container["ttl"] <= 0 or container["ttl"] > MAX_TTL_SECONDS or container["ts"] + container["ttl"] * 1000 < now:
+        raise Refused(
+            "expired", f"ts {container['ts']} ttl {container['ttl']}s", sender=claimed, container_id=cid, verified=True
+        )
     if container["ts"] > now + CLOCK_SKEW_SECONDS * 1000:
         raise Refused("expired", "dated in the future", sender=claimed, container_id=cid, verified=True)
     try:
         payload = parse_payload(container["type"], container["payload"])
     except ValidationError as exc:
-        raise Refused("malformed", f"payload.{first_error(exc)}", sender=claimed, container_id=cid,
-                      verified=True) from None
+        raise Refused(
+            "malformed", f"payload.{first_error(exc)}", sender=claimed, container_id=cid, verified=True
+        ) from None
     return Checked(container, size, payload)
 
 
-__all__ = ["MAX_BYTES", "TYPES", "Checked", "Refused", "canonical", "check", "check_value", "container_id", "encode",
-           "seal"]
+__all__ = [
+    "MAX_BYTES",
+    "TYPES",
+    "Checked",
+    "Refused",
+    "canonical",
+    "check",
+    "check_value",
+    "container_id",
+    "encode",
+    "seal",
+]

@@ -3,7 +3,8 @@ ed25519-pub prefix 0xed 0x01 before the 32-byte public key, base58btc, multibase
 
 The private key is kept by a SecretStore (memory/secrets.py): a file with owner-only permissions (0600) in the data
 dir, or — a fleet persona's — sealed (AES-256-GCM under the deployment's key) in its database; never in clear in the
-database, nor in a log, a page or an export. Rotation: a new key is made, and a rotation statement naming the new DID is signed by
+database, nor in a log, a page or an export. Rotation: a new key is made, and a rotation statement naming the new DID is
+signed by
 the old key AND the new one (each vouches for the other); the old DID is then retired. Revocation: a statement
 signed by the key itself (or by its successor) saying it must no longer be trusted."""
 
@@ -34,7 +35,7 @@ def public_key_of(did: str) -> Ed25519PublicKey:
     if not isinstance(did, str) or not did.startswith(DID_PREFIX):
         raise BadDid(f"not a did:key: {str(did)[:80]!r}")
     try:
-        decoded = base58.b58decode(did[len(DID_PREFIX):])
+        decoded = base58.b58decode(did[len(DID_PREFIX) :])
     except ValueError as exc:
         raise BadDid(f"not base58btc: {did[:80]!r}") from exc
     if len(decoded) != 34 or not decoded.startswith(ED25519_PUB_MULTICODEC):
@@ -78,8 +79,9 @@ class Identity:
     # ---- kept as a secret (memory/secrets.py: a 0600 file, or sealed in a fleet persona's database) --------------
     def to_pem(self) -> bytes:
         """The private key, PKCS#8 PEM — only ever handed to a SecretStore."""
-        return self.private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                          serialization.NoEncryption())
+        return self.private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
 
     @classmethod
     def from_pem(cls, pem: bytes, where: str = "the secret") -> Identity:

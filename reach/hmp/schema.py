@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 DID_PATTERN = r"^did:key:z[1-9A-HJ-NP-Za-km-z]{40,60}$"
 ID_PATTERN = r"^sha256:[0-9a-f]{64}$"
-MAX_SAFE_INT = 2 ** 53  # RFC 8785 (I-JSON): integers beyond are not interoperable
+MAX_SAFE_INT = 2**53  # RFC 8785 (I-JSON): integers beyond are not interoperable
 TEXT_CHARS = 1_048_576  # a text field at most: the container itself is bounded first (mesh.max_container_bytes)
 
 Did = Annotated[str, StringConstraints(pattern=DID_PATTERN)]
@@ -189,11 +189,23 @@ class ModelAddressPayload(Payload):
 
 
 PAYLOADS: dict[str, type[Payload]] = {
-    "message": TextPayload, "ask": TextPayload, "answer": TextPayload, "cogsync": CogSyncPayload,
-    "evaluation": EvaluationPayload, "ethics_case": CasePayload, "claim": CasePayload, "solution": SolutionPayload,
-    "vote": VotePayload, "rotation": RotationPayload, "revocation": RevocationPayload, "hello": HelloPayload,
-    "goal": GoalPayload, "goal_status": GoalStatusPayload, "strategy": StrategyPayload,
-    "thinking_method": ThinkingMethodPayload, "model_address": ModelAddressPayload,
+    "message": TextPayload,
+    "ask": TextPayload,
+    "answer": TextPayload,
+    "cogsync": CogSyncPayload,
+    "evaluation": EvaluationPayload,
+    "ethics_case": CasePayload,
+    "claim": CasePayload,
+    "solution": SolutionPayload,
+    "vote": VotePayload,
+    "rotation": RotationPayload,
+    "revocation": RevocationPayload,
+    "hello": HelloPayload,
+    "goal": GoalPayload,
+    "goal_status": GoalStatusPayload,
+    "strategy": StrategyPayload,
+    "thinking_method": ThinkingMethodPayload,
+    "model_address": ModelAddressPayload,
 }
 OFFERS = ("strategy", "thinking_method", "model_address")  # what a peer offers and the owner approves before use
 
@@ -216,7 +228,29 @@ def first_error(exc: ValidationError) -> str:
     return f"{where}: {error.get('msg', 'invalid')}"[:200]
 
 
-__all__ = ["DID_PATTERN", "ID_PATTERN", "OFFERS", "PAYLOADS", "CasePayload", "CogSyncPayload", "ContainerId", "Did",
-           "Envelope", "EvaluationPayload", "GoalPayload", "GoalStatusPayload", "HelloPayload", "LinkOut",
-           "ModelAddressPayload", "NoteEnvelopePayload", "NotePayload", "Payload", "StrategyPayload", "TextPayload",
-           "ThinkingMethodPayload", "first_error", "parse_payload", "payload_model"]
+__all__ = [
+    "DID_PATTERN",
+    "ID_PATTERN",
+    "OFFERS",
+    "PAYLOADS",
+    "CasePayload",
+    "CogSyncPayload",
+    "ContainerId",
+    "Did",
+    "Envelope",
+    "EvaluationPayload",
+    "GoalPayload",
+    "GoalStatusPayload",
+    "HelloPayload",
+    "LinkOut",
+    "ModelAddressPayload",
+    "NoteEnvelopePayload",
+    "NotePayload",
+    "Payload",
+    "StrategyPayload",
+    "TextPayload",
+    "ThinkingMethodPayload",
+    "first_error",
+    "parse_payload",
+    "payload_model",
+]

@@ -35,8 +35,9 @@ class SpeechEngines:
                     assemble_whisper(self.cache_dir)  # local files only: the two installed packages
                 except ImportError as missing:
                     raise SpeechUnavailable(f"the speech model is not installed ({missing}); run make model") from None
-            self._transcriber = WhisperTranscriber(self.model_dir(), threads=self.threads, beam_size=self.beam_size,
-                                                   languages=self.languages)
+            self._transcriber = WhisperTranscriber(
+                self.model_dir(), threads=self.threads, beam_size=self.beam_size, languages=self.languages
+            )
         return self._transcriber
 
     def transcribe(self, audio: bytes, language_hint: str | None = None) -> Transcript:

@@ -34,8 +34,9 @@ class WhisperTranscriber:
         if self._model is None:
             from faster_whisper import WhisperModel
 
-            self._model = WhisperModel(str(self.model_dir), device="cpu", compute_type="int8",
-                                       cpu_threads=self.threads, local_files_only=True)
+            self._model = WhisperModel(
+                str(self.model_dir), device="cpu", compute_type="int8", cpu_threads=self.threads, local_files_only=True
+            )
         return self._model
 
     def transcribe(self, audio: bytes, language_hint: str | None = None) -> Transcript:
@@ -56,8 +57,13 @@ class WhisperTranscriber:
             _, _, ranked = model.detect_language(samples)
             allowed = [code for code, _ in ranked if code in self.languages]
             language = allowed[0] if allowed else self.languages[0]
-        segments, info = model.transcribe(samples, language=language, beam_size=self.beam_size,
-                                          condition_on_previous_text=False)
+        segments, info = model.transcribe(
+            samples, language=language, beam_size=self.beam_size, condition_on_previous_text=False
+        )
         text = " ".join(s.text.strip() for s in segments).strip()
-        return Transcript(text=text, language=info.language, seconds=round(float(info.duration), 3),
-                          elapsed=time.perf_counter() - started)
+        return Transcript(
+            text=text,
+            language=info.language,
+            seconds=round(float(info.duration), 3),
+            elapsed=time.perf_counter() - started,
+        )

@@ -30,9 +30,13 @@ class EspeakSynthesizer:
         if binary is None:
             raise SynthesisError("espeak-ng is not installed (make system)")
         voice = self.voices.get(language) or self.voices.get("en") or "en-us"
-        done = subprocess.run([binary, "--stdout", "-v", voice, "-s", str(self.words_per_minute.get(language, 160)),
-                               "-b", "1"],
-                              input=text.encode("utf-8"), capture_output=True, timeout=TIMEOUT, check=False)
+        done = subprocess.run(
+            [binary, "--stdout", "-v", voice, "-s", str(self.words_per_minute.get(language, 160)), "-b", "1"],
+            input=text.encode("utf-8"),
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
         if done.returncode != 0 or not done.stdout.startswith(b"RIFF"):
             raise SynthesisError(f"espeak-ng failed: {done.stderr.decode(errors='replace')[:200]}")
         return _fix_wav_sizes(done.stdout)
@@ -71,9 +75,31 @@ def wav_to_ogg_opus(wav: bytes) -> bytes:
     binary = shutil.which("ffmpeg")
     if binary is None:
         raise SynthesisError("ffmpeg is not installed: no OGG/Opus (the WAV is still there)")
-    done = subprocess.run([binary, "-hide_banner", "-loglevel", "error", "-f", "wav", "-i", "pipe:0", "-c:a", "libopus",
-                           "-b:a", "48k", "-application", "voip", "-f", "ogg", "pipe:1"],
-                          input=wav, capture_output=True, timeout=TIMEOUT, check=False)
+    done = subprocess.run(
+        [
+            binary,
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-f",
+            "wav",
+            "-i",
+            "pipe:0",
+            "-c:a",
+            "libopus",
+            "-b:a",
+            "48k",
+            "-application",
+            "voip",
+            "-f",
+            "ogg",
+            "pipe:1",
+        ],
+        input=wav,
+        capture_output=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
     if done.returncode != 0 or not done.stdout.startswith(b"OggS"):
         raise SynthesisError(f"ffmpeg failed: {done.stderr.decode(errors='replace')[:200]}")
     return done.stdout

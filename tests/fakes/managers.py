@@ -28,8 +28,16 @@ def door_settings(db: Database) -> Settings:
     return stored_settings(db, Overrides.of(data_dir=str(where.parent) if where is not None else None))
 
 
-def answer(db: Database, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime,
-           settings: Settings | None = None) -> Approval:
+def answer(
+    db: Database,
+    approval_id: int,
+    *,
+    approve: bool,
+    by: str,
+    reason: str = "",
+    now: datetime,
+    settings: Settings | None = None,
+) -> Approval:
     """The owner's answer to an approval, as a door gives it."""
     with factory(db, settings or door_settings(db)).unit(OWNER) as house:
         return house.consent.answer(approval_id, approve=approve, by=by, reason=reason, now=now)

@@ -37,8 +37,13 @@ def js_agent_dir() -> Path:
     lock = (SOURCE / "package-lock.json").read_text()
     stamp = CACHE / ".installed"
     if not (CACHE / "node_modules").is_dir() or not stamp.exists() or stamp.read_text() != lock:
-        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=CACHE, capture_output=True, text=True,
-                              timeout=INSTALL_TIMEOUT_S)
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"],
+            cwd=CACHE,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"npm ci for the JavaScript A2A agent failed: {done.stderr[-800:]}")
         stamp.write_text(lock)
@@ -64,8 +69,9 @@ def js_agent(name: str, token: str, log_dir: Path) -> Iterator[JsAgent]:
     port = free_port()
     log = log_dir / f"{name}.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(["node", "agent.mjs", str(port), name, token], cwd=where, stdout=out,
-                                stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            ["node", "agent.mjs", str(port), name, token], cwd=where, stdout=out, stderr=subprocess.STDOUT, text=True
+        )
     try:
         wait_http(f"http://127.0.0.1:{port}/.well-known/agent-card.json", START_TIMEOUT_S, proc)
         yield JsAgent(f"http://127.0.0.1:{port}", name, log)
@@ -81,8 +87,13 @@ def js_agent(name: str, token: str, log_dir: Path) -> Iterator[JsAgent]:
 
 def js_ask(url: str, token: str | None, text: str, timeout_s: float = ASK_TIMEOUT_S) -> dict[str, Any]:
     """The JavaScript SDK's client sends `text` to the agent at `url`: what it got back (task, message or error)."""
-    done = subprocess.run(["node", "ask.mjs", url, token or "", text, str(int(timeout_s * 1000))], cwd=js_agent_dir(),
-                          capture_output=True, text=True, timeout=timeout_s + 30)
+    done = subprocess.run(
+        ["node", "ask.mjs", url, token or "", text, str(int(timeout_s * 1000))],
+        cwd=js_agent_dir(),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s + 30,
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if not lines:
         raise RuntimeError(f"ask.mjs printed nothing (exit {done.returncode}): {done.stderr[-800:]}")

@@ -30,14 +30,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tests.integration.servers import ROOT, served_web_app
 from tests.fakes.managers import managers_over
+from tests.integration.servers import ROOT, served_web_app
 
 TCK_DIR = ROOT / "tests" / "vendor" / "a2a-tck"
 VENV = Path(os.path.expanduser("~/.cache/anima/a2a-tck"))
@@ -62,12 +62,18 @@ class Reply:
 SCENARIOS: dict[str, Reply] = {
     "tck-complete-task": Reply("Hello from TCK"),
     "tck-artifact-text": Reply("Generated text content"),
-    "tck-artifact-file": Reply("The file.", parts=({"kind": "file", "name": "output.txt", "media_type": "text/plain",
-                                                    "text": "tck"},)),
-    "tck-artifact-file-url": Reply("The file's address.", parts=(
-        {"kind": "file", "name": "output.txt", "media_type": "text/plain", "url": "https://example.com/output.txt"},)),
-    "tck-artifact-data": Reply("The data.", parts=({"kind": "data", "name": "data", "data": {"key": "value",
-                                                                                            "count": 42}},)),
+    "tck-artifact-file": Reply(
+        "The file.", parts=({"kind": "file", "name": "output.txt", "media_type": "text/plain", "text": "tck"},)
+    ),
+    "tck-artifact-file-url": Reply(
+        "The file's address.",
+        parts=(
+            {"kind": "file", "name": "output.txt", "media_type": "text/plain", "url": "https://example.com/output.txt"},
+        ),
+    ),
+    "tck-artifact-data": Reply(
+        "The data.", parts=({"kind": "data", "name": "data", "data": {"key": "value", "count": 42}},)
+    ),
     "tck-message-response": Reply("Direct message response", kind="plain"),
     "tck-input-required": Reply("Which input do you mean?", kind="question"),
     "tck-reject-task": Reply("rejected", kind="decline"),
@@ -76,8 +82,9 @@ SCENARIOS: dict[str, Reply] = {
     "tck-stream-003": Reply("Stream task lifecycle"),
     "tck-stream-ordering-001": Reply("Ordered output"),
     "tck-stream-artifact-text": Reply("Streamed text content"),
-    "tck-stream-artifact-file": Reply("The file.", parts=({"kind": "file", "name": "output.txt",
-                                                           "media_type": "text/plain", "text": "tck"},)),
+    "tck-stream-artifact-file": Reply(
+        "The file.", parts=({"kind": "file", "name": "output.txt", "media_type": "text/plain", "text": "tck"},)
+    ),
     "tck-stream-artifact-chunked": Reply("chunk-1 chunk-2"),
     "test-resubscribe-message-id": Reply("Done, after a while.", delay_s=RESUBSCRIBE_DELAY_S),
 }
@@ -100,8 +107,12 @@ def tck_python() -> Path:
         return python
     interpreter = shutil.which("python3.11") or sys.executable
     subprocess.run([interpreter, "-m", "venv", "--clear", str(VENV)], check=True, timeout=120)
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "-r", str(LOCK)], capture_output=True,
-                          text=True, timeout=INSTALL_TIMEOUT_S)
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "-r", str(LOCK)],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"installing the A2A TCK's requirements failed: {done.stderr[-800:]}")
     stamp.write_text(lock)
@@ -129,7 +140,6 @@ class Responder:
         self._thread.join(timeout=30)
 
     def _run(self) -> None:
-        from managers import Managers
         from memory import Database
 
         db = Database.open(self.data_dir)
@@ -143,9 +153,16 @@ class Responder:
                         if time.monotonic() < due:
                             continue
                         try:
-                            managers_over(repos).peers.send(row.peer_name, reply.text, thread_id="main", llm_id=None,
-                                                       now=datetime.now(timezone.utc), kind=reply.kind,
-                                                       parts=reply.parts, note_id=row.note_id)
+                            managers_over(repos).peers.send(
+                                row.peer_name,
+                                reply.text,
+                                thread_id="main",
+                                llm_id=None,
+                                now=datetime.now(UTC),
+                                kind=reply.kind,
+                                parts=reply.parts,
+                                note_id=row.note_id,
+                            )
                             self.answered[reply.kind] += 1
                         except Exception as exc:  # noqa: BLE001 - reported by the test, the responder goes on
                             self.errors.append(f"{row.message_id}: {exc}")
@@ -160,8 +177,14 @@ def persona_for_tck(base: Path) -> Path:
     shutil.copytree(ROOT / "persona" / "default", target)
     config_path = target / "config.yaml"
     config = yaml.safe_load(config_path.read_text()) or {}
-    config["a2a"] = {**(config.get("a2a") or {}), "rate_per_minute": 100_000, "rate_total_per_minute": 100_000,
-                     "open_per_caller": 1000, "open_total": 1000, "reply_wait_s": 20}
+    config["a2a"] = {
+        **(config.get("a2a") or {}),
+        "rate_per_minute": 100_000,
+        "rate_total_per_minute": 100_000,
+        "open_per_caller": 1000,
+        "open_total": 1000,
+        "reply_wait_s": 20,
+    }
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     return target
 
@@ -177,9 +200,19 @@ def persona_under_tck(base: Path) -> Iterator[tuple[str, Responder]]:
 def run_tck(url: str, reports: Path, *, level: str | None = None, timeout_s: float = RUN_TIMEOUT_S) -> dict[str, Any]:
     """Run the TCK (its own venv) against `url`; its compatibility report (JSON), with pytest's output."""
     reports.mkdir(parents=True, exist_ok=True)
-    command = [str(tck_python()), "-m", "pytest", "tests/compatibility/", f"--sut-host={url}", "-q", "--tb=line",
-               "-p", "no:cacheprovider", f"--compatibility-report={reports / 'compatibility'}",
-               f"--junitxml={reports / 'junit.xml'}"]
+    command = [
+        str(tck_python()),
+        "-m",
+        "pytest",
+        "tests/compatibility/",
+        f"--sut-host={url}",
+        "-q",
+        "--tb=line",
+        "-p",
+        "no:cacheprovider",
+        f"--compatibility-report={reports / 'compatibility'}",
+        f"--junitxml={reports / 'junit.xml'}",
+    ]
     if level:
         command += ["-m", level]
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
@@ -205,9 +238,20 @@ def counts(report: dict[str, Any]) -> dict[str, dict[str, int]]:
 
 def failures(report: dict[str, Any], level: str | None = None) -> dict[str, str]:
     """The failed requirements (of one level): id → the first error."""
-    return {rid: (r["errors"] or ["no detail"])[0][:400] for rid, r in report["per_requirement"].items()
-            if str(r["status"]).upper() == "FAIL" and (level is None or r["level"] == level)}
+    return {
+        rid: (r["errors"] or ["no detail"])[0][:400]
+        for rid, r in report["per_requirement"].items()
+        if str(r["status"]).upper() == "FAIL" and (level is None or r["level"] == level)
+    }
 
 
-__all__ = ["SCENARIOS", "Responder", "counts", "failures", "persona_under_tck", "run_tck", "scenario_reply",
-           "tck_python"]
+__all__ = [
+    "SCENARIOS",
+    "Responder",
+    "counts",
+    "failures",
+    "persona_under_tck",
+    "run_tck",
+    "scenario_reply",
+    "tck_python",
+]

@@ -24,12 +24,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tests.integration.servers import ROOT, free_port
 from tests.fakes.managers import managers_over
+from tests.integration.servers import ROOT, free_port
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
-BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--no-first-run"]
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 PAGE_TIMEOUT_MS = 15_000  # every page action and expectation, unless a test says longer
 LAUNCH_TIMEOUT_MS = 30_000
 LOOP_START_S = 120.0  # run.py: settings, persona, embedder, agent, then the web app listens
@@ -51,8 +57,10 @@ def why_no_browser() -> str | None:
     except ImportError:
         return "playwright is not installed (pip install -e '.[test]')"
     if chromium_path() is None:
-        return ("no chromium on this machine: `make test` installs it (apt-get install -y chromium, as root or via "
-                "sudo); Playwright's own browser download is not used")
+        return (
+            "no chromium on this machine: `make test` installs it (apt-get install -y chromium, as root or via "
+            "sudo); Playwright's own browser download is not used"
+        )
     return None
 
 
@@ -78,8 +86,9 @@ class BrowserHolder:
 
             self._playwright = sync_playwright().start()
             try:
-                self._browser = self._playwright.chromium.launch(executable_path=chromium_path(), args=BROWSER_ARGS,
-                                                                 timeout=LAUNCH_TIMEOUT_MS, headless=True)
+                self._browser = self._playwright.chromium.launch(
+                    executable_path=chromium_path(), args=BROWSER_ARGS, timeout=LAUNCH_TIMEOUT_MS, headless=True
+                )
                 self.launches += 1
             except Exception as exc:  # noqa: BLE001 - any launch failure: the browser tests skip, saying why
                 self.failure = f"chromium at {chromium_path()} did not start: {type(exc).__name__}: {exc}"[:600]
@@ -106,10 +115,12 @@ def screenshot(page, name: str) -> Path:
 
 # ---- the loop as the human meets it: run.py with its web app ----------------------------------------------------
 
-WORDS = ("tide gull harbour lantern moss granite fog kelp compass ember orchard violin glacier comet sparrow attic quartz "
-         "meadow ferry ink cedar saffron thunder pebble loom hive lagoon ridge copper dune willow beacon prism marble "
-         "nettle otter canyon cobalt juniper tundra falcon opal harvest raven ivory delta wren basalt clover mirage quill "
-         "sable thistle umber vellum yarrow zephyr anvil bramble cinder dusk ether flint grove")
+WORDS = (
+    "tide gull harbour lantern moss granite fog kelp compass ember orchard violin glacier comet sparrow attic quartz "
+    "meadow ferry ink cedar saffron thunder pebble loom hive lagoon ridge copper dune willow beacon prism marble "
+    "nettle otter canyon cobalt juniper tundra falcon opal harvest raven ivory delta wren basalt clover mirage quill "
+    "sable thistle umber vellum yarrow zephyr anvil bramble cinder dusk ether flint grove"
+)
 VERBS = "watches remembers counts folds weighs follows paints hears mends measures carries gathers"
 
 
@@ -119,15 +130,20 @@ def varied_thoughts(n: int, seed: int = 7) -> list[str]:
     out = []
     for i in range(n):
         words = rng.sample(WORDS.split(), 6)
-        out.append(f"Thought {i}: the {words[0]} {rng.choice(VERBS.split())} the {words[1]} near a {words[2]}; "
-                   f"perhaps {words[3]} and {words[4]} explain the {words[5]}.")
+        out.append(
+            f"Thought {i}: the {words[0]} {rng.choice(VERBS.split())} the {words[1]} near a {words[2]}; "
+            f"perhaps {words[3]} and {words[4]} explain the {words[5]}."
+        )
     return out
 
 
 def send_block(text: str) -> str:
     """An answer carrying a `messages.send` command in the JSON command grammar the parser reads."""
-    return ("I will answer my human.\n# Commands:\n"
-            + json.dumps([{"type": "messages.send", "args": {"text": text}}]) + "\n# End commands\n")
+    return (
+        "I will answer my human.\n# Commands:\n"
+        + json.dumps([{"type": "messages.send", "args": {"text": text}}])
+        + "\n# End commands\n"
+    )
 
 
 def script_thoughts(server, *, replies: int = 0, reply: str = "", n: int = 600, seed: int = 7) -> None:
@@ -141,7 +157,6 @@ def script_thoughts(server, *, replies: int = 0, reply: str = "", n: int = 600, 
 def seed_pace(data_dir: Path, pause_s: float, thread: str = "main") -> None:
     """The persona's own pause between ticks (what its `cycle.pause` command sets), before its loop starts."""
     from memory import Database
-    from managers import Managers
 
     db = Database.open(data_dir)
     try:
@@ -183,8 +198,9 @@ class WebLoop:
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
-                raise AssertionError(f"run.py exited with {self.proc.returncode} while waiting for {what}:\n"
-                                     + self.tail())
+                raise AssertionError(
+                    f"run.py exited with {self.proc.returncode} while waiting for {what}:\n" + self.tail()
+                )
             value = predicate()
             if value:
                 return value
@@ -208,9 +224,17 @@ class WebLoop:
 
 
 @contextmanager
-def web_loop(data_dir: Path, *, llm_url: str | None = None, ticks: str = "forever", pace_s: float | None = 1.5,
-             start_s: float = LOOP_START_S, env: dict[str, str] | None = None,
-             persona_dir: Path | None = None, thinking: str | None = "continuous") -> Iterator[WebLoop]:
+def web_loop(
+    data_dir: Path,
+    *,
+    llm_url: str | None = None,
+    ticks: str = "forever",
+    pace_s: float | None = 1.5,
+    start_s: float = LOOP_START_S,
+    env: dict[str, str] | None = None,
+    persona_dir: Path | None = None,
+    thinking: str | None = "continuous",
+) -> Iterator[WebLoop]:
     """`run.py --ticks … --port <free> --data-dir …` (with `--llm-url … --no-fallback`, or the embedded model), its
     output in a log file (a pipe nobody reads would stall it); yields once the web app answers, stops it after.
     `thinking`: the run's `cycle.thinking` — a persona that thinks on (the pages show its ticks) unless a test asks
@@ -227,10 +251,17 @@ def web_loop(data_dir: Path, *, llm_url: str | None = None, ticks: str = "foreve
     log = data_dir / "run.log"
     mode = {"ANIMA_CYCLE__THINKING": thinking} if thinking else {}
     with open(log, "w") as out:
-        proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "160", **mode, **(env or {})})
+        proc = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "160", **mode, **(env or {})},
+        )
     loop = WebLoop(f"http://127.0.0.1:{port}", proc, data_dir, log)
     try:
+
         def listening():
             try:
                 return http_json(loop.url + "/api/loop", timeout=2)[0] == 200
@@ -244,6 +275,7 @@ def web_loop(data_dir: Path, *, llm_url: str | None = None, ticks: str = "foreve
 
 
 # ---- a page of another origin ----------------------------------------------------------------------------------
+
 
 @contextmanager
 def other_origin(html: str) -> Iterator[str]:

@@ -55,6 +55,7 @@ def arm(point: str, ledger: Path) -> None:
 
     real_smtp = aiosmtplib.send
     if point in ("before_smtp", "after_250"):
+
         async def smtp(mail: Any, *args: Any, **kwargs: Any) -> Any:
             if point == "before_smtp":
                 reached(ledger, str(mail["Message-ID"]))
@@ -62,6 +63,7 @@ def arm(point: str, ledger: Path) -> None:
             if point == "after_250":
                 reached(ledger, str(mail["Message-ID"]))
             return answer
+
         aiosmtplib.send = smtp
     elif point == "before_copy":
         real_append = EmailChannel._append_sent
@@ -69,6 +71,7 @@ def arm(point: str, ledger: Path) -> None:
         def append(self: EmailChannel, raw: bytes) -> None:
             reached(ledger, message_id(raw))
             real_append(self, raw)
+
         EmailChannel._append_sent = append  # type: ignore[method-assign]
     elif point == "after_telegram_send":
         real_send = TelegramChannel.send
@@ -77,6 +80,7 @@ def arm(point: str, ledger: Path) -> None:
             sent = await real_send(self, message)
             reached(ledger, message.idempotency_key)
             return sent
+
         TelegramChannel.send = send  # type: ignore[method-assign]
     else:
         raise SystemExit(f"unknown point {point!r}")
@@ -85,8 +89,11 @@ def arm(point: str, ledger: Path) -> None:
 def main() -> None:
     data_dir, point, entry = sys.argv[1], sys.argv[2], ChannelEntry(**json.loads(sys.argv[3]))
     arm(point, Path(data_dir) / "killed-at")
-    settings = Settings(user_name="Ann", timezone="UTC",
-                        channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1))
+    settings = Settings(
+        user_name="Ann",
+        timezone="UTC",
+        channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1),
+    )
     db = Database.open(data_dir)
     asyncio.run(asyncio.wait_for(ChannelRunner(db, settings).run(), 90))  # the kill ends it long before
 

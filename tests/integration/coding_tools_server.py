@@ -37,8 +37,14 @@ def write_file(name: str, text: str) -> str:
 @server.tool()
 def run_python(name: str, stdin: str = "", timeout_s: float = 20.0) -> str:
     """Run a Python file of the working directory with this standard input."""
-    done = subprocess.run([sys.executable, str(_inside(name))], input=stdin, capture_output=True, text=True,
-                          timeout=timeout_s, cwd=WORKDIR)
+    done = subprocess.run(
+        [sys.executable, str(_inside(name))],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        cwd=WORKDIR,
+    )
     return json.dumps({"returncode": done.returncode, "stdout": done.stdout[-4000:], "stderr": done.stderr[-2000:]})
 
 

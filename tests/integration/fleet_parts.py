@@ -19,8 +19,10 @@ import yaml
 from tests.integration.servers import ROOT, free_port, wait_http
 
 # A thought a scripted model gives every persona: `{n}` makes each answer (and its diary entry) unique.
-THOUGHT = ('Thought {n}: the harbour lights count the boats.\n# Commands:\n'
-           '[{"type": "diary.add", "args": {"text": "entry {n}"}}]\n# End commands')
+THOUGHT = (
+    "Thought {n}: the harbour lights count the boats.\n# Commands:\n"
+    '[{"type": "diary.add", "args": {"text": "entry {n}"}}]\n# End commands'
+)
 
 
 @contextmanager
@@ -30,9 +32,13 @@ def chroma_server():
     port = free_port()
     chroma = Path(sys.executable).with_name("chroma")
     with open(base / "chroma.log", "w") as log:  # a file, never a pipe: a full pipe would stop the server mid-request
-        proc = subprocess.Popen([str(chroma), "run", "--path", str(base / "data"), "--host", "127.0.0.1", "--port",
-                                 str(port)], stdout=log, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+        proc = subprocess.Popen(
+            [str(chroma), "run", "--path", str(base / "data"), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+        )
     try:
         wait_http(f"http://127.0.0.1:{port}/api/v2/heartbeat", 60, proc)
         yield f"http://127.0.0.1:{port}"
@@ -43,8 +49,14 @@ def chroma_server():
         shutil.rmtree(base, ignore_errors=True)
 
 
-def write_persona(directory: Path, *, name: str = "Tester", pause_s: float = 0.0, thinking: str = "continuous",
-                  quiet_ceiling_s: float | None = None) -> Path:
+def write_persona(
+    directory: Path,
+    *,
+    name: str = "Tester",
+    pause_s: float = 0.0,
+    thinking: str = "continuous",
+    quiet_ceiling_s: float | None = None,
+) -> Path:
     """The shipped persona, its reflexes quiet: no emotion calls, only an identical thought is stagnant (a
     scripted model repeats itself), no radical pause. It thinks every tick (`thinking`: what the fleet's tests and
     benchmarks measure is ticks); an idle persona's is `eventful`."""
@@ -56,8 +68,14 @@ def write_persona(directory: Path, *, name: str = "Tester", pause_s: float = 0.0
     config["cycle"]["thinking"] = thinking
     if quiet_ceiling_s is not None:
         config["cycle"]["quiet_ceiling_s"] = quiet_ceiling_s
-    config.setdefault("reflexes", {}).update(emotion=False, compare_with_llm=False, stagnation_threshold=1.0,
-                                             stagnation_soft_threshold=1.0, novel_below=0.99, stagnation_pause_s=0)
+    config.setdefault("reflexes", {}).update(
+        emotion=False,
+        compare_with_llm=False,
+        stagnation_threshold=1.0,
+        stagnation_soft_threshold=1.0,
+        novel_below=0.99,
+        stagnation_pause_s=0,
+    )
     config.setdefault("dreaming", {})["enabled"] = False
     config_path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
     return directory
@@ -65,15 +83,29 @@ def write_persona(directory: Path, *, name: str = "Tester", pause_s: float = 0.0
 
 def anima(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
     """A short `run.py` command (personas, say), bounded."""
-    return subprocess.run([sys.executable, "run.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "run.py", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", **(env or {})},
+    )
 
 
 class Workers:
     """`run.py worker` processes; each one's stderr goes to a file of its own (read it with `log`)."""
 
-    def __init__(self, db_url: str, chroma_url: str, llm_url: str, cache_dir: Path, *, concurrency: int = 1,
-                 extra: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        db_url: str,
+        chroma_url: str,
+        llm_url: str,
+        cache_dir: Path,
+        *,
+        concurrency: int = 1,
+        extra: tuple[str, ...] = (),
+    ):
         self.db_url, self.chroma_url, self.llm_url = db_url, chroma_url, llm_url
         self.cache_dir, self.concurrency, self.extra = cache_dir, concurrency, extra
         self.procs: list[subprocess.Popen] = []
@@ -83,11 +115,30 @@ class Workers:
         log = self.cache_dir / f"worker-{len(self.procs)}.log"
         handle = open(log, "w")
         proc = subprocess.Popen(
-            [sys.executable, "run.py", "worker", "--db", self.db_url, "--chroma-url", self.chroma_url, "--llm-url",
-             self.llm_url, "--model", "scripted", "--no-fallback", "--concurrency", str(self.concurrency), "-v",
-             *self.extra],
-            cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "ANIMA_FLEET_CACHE": str(self.cache_dir), "COLUMNS": "200"})
+            [
+                sys.executable,
+                "run.py",
+                "worker",
+                "--db",
+                self.db_url,
+                "--chroma-url",
+                self.chroma_url,
+                "--llm-url",
+                self.llm_url,
+                "--model",
+                "scripted",
+                "--no-fallback",
+                "--concurrency",
+                str(self.concurrency),
+                "-v",
+                *self.extra,
+            ],
+            cwd=ROOT,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "ANIMA_FLEET_CACHE": str(self.cache_dir), "COLUMNS": "200"},
+        )
         handle.close()
         self.procs.append(proc)
         self.logs.append(log)
@@ -103,7 +154,7 @@ class Workers:
     def stop(self, timeout: float = 30) -> None:
         stop_all(self.procs, timeout)
 
-    def __enter__(self) -> "Workers":
+    def __enter__(self) -> Workers:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,6 +1,8 @@
-"""A real mail system on loopback for the e-mail channel's tests: Dovecot (IMAP with IDLE, plain + STARTTLS and implicit TLS, LMTP
+"""A real mail system on loopback for the e-mail channel's tests: Dovecot (IMAP with IDLE, plain + STARTTLS and implicit
+TLS, LMTP
 delivery) started with a throwaway configuration (passwd-file users, maildirs in a temporary directory, a
-self-signed certificate for 127.0.0.1), and an SMTP server (aiosmtpd, with AUTH and STARTTLS) that hands every accepted mail to Dovecot's LMTP, so a mail sent over SMTP lands in the
+self-signed certificate for 127.0.0.1), and an SMTP server (aiosmtpd, with AUTH and STARTTLS) that hands every accepted
+mail to Dovecot's LMTP, so a mail sent over SMTP lands in the
 recipient's Dovecot mailbox the way a real MTA's local delivery does. Like a receiving MTA with a DKIM milter (Postfix
 with OpenDKIM), the SMTP server writes its `Received: … by mx.anima.test with ESMTP …` (RFC 5321 §4.4), checks the
 mail's DKIM signature with dkimpy — the keys are "published" through dkimpy's `dnsfunc` hook, so nothing asks the
@@ -29,14 +31,14 @@ import shutil
 import smtplib
 import socket
 import ssl
-import tempfile
 import subprocess
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime
@@ -58,8 +60,9 @@ def dkim_key(domain: str) -> tuple[bytes, bytes]:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                            serialization.NoEncryption())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    )
     der = key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return pem, b"v=DKIM1; k=rsa; p=" + base64.b64encode(der)
 
@@ -124,8 +127,10 @@ def stamp(raw: bytes, receiving: Receiving | None = None, *, helo: str = "client
         domain = (checker.domain or b"").decode(errors="replace")
         verdict = f"dkim={'pass' if passed else 'fail'} header.d={domain or 'unknown'}"
     results = f"Authentication-Results: {AUTHSERV_ID}; {verdict}\r\n".encode()
-    received = (f"Received: from {helo} (localhost [127.0.0.1])\r\n\tby {AUTHSERV_ID} with ESMTP id "
-                f"{os.urandom(6).hex()}\r\n\tfor <{rcpt}>; {format_datetime(datetime.now(timezone.utc))}\r\n").encode()
+    received = (
+        f"Received: from {helo} (localhost [127.0.0.1])\r\n\tby {AUTHSERV_ID} with ESMTP id "
+        f"{os.urandom(6).hex()}\r\n\tfor <{rcpt}>; {format_datetime(datetime.now(UTC))}\r\n"
+    ).encode()
     if receiving.verdict == "no_received":
         return results + raw
     if receiving.verdict == "below_received":
@@ -282,9 +287,13 @@ class _DeliverOverLmtp:
 
         def deliver() -> None:
             with smtplib.LMTP("127.0.0.1", self.lmtp_port, timeout=20) as lmtp:
-                lmtp.sendmail(envelope.mail_from, envelope.rcpt_tos,
-                              stamp(content, receiving, helo=str(session.host_name or "unknown"),
-                                    rcpt=",".join(envelope.rcpt_tos)))
+                lmtp.sendmail(
+                    envelope.mail_from,
+                    envelope.rcpt_tos,
+                    stamp(
+                        content, receiving, helo=str(session.host_name or "unknown"), rcpt=",".join(envelope.rcpt_tos)
+                    ),
+                )
             if receiving.file_sent and login in USERS:
                 self.file_copy(login, content)
 
@@ -310,8 +319,7 @@ class _DeliverOverLmtp:
 def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> Any:
     from aiosmtpd.smtp import AuthResult, LoginPassword
 
-    ok = (isinstance(auth_data, LoginPassword)
-          and USERS.get(auth_data.login.decode()) == auth_data.password.decode())
+    ok = isinstance(auth_data, LoginPassword) and USERS.get(auth_data.login.decode()) == auth_data.password.decode()
     return AuthResult(success=ok, handled=False, auth_data=auth_data if ok else None)
 
 
@@ -330,9 +338,29 @@ def _wait_port(port: int, process: subprocess.Popen[bytes], root: Path, deadline
 
 def _self_signed_certificate(root: Path) -> Path:
     """A certificate for 127.0.0.1 and localhost (openssl comes with Dovecot): the servers' TLS and the clients' CA."""
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(root / "key.pem"),
-                    "-out", str(root / "cert.pem")], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-keyout",
+            str(root / "key.pem"),
+            "-out",
+            str(root / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     return root / "cert.pem"
 
 
@@ -349,24 +377,42 @@ def start(root: Path) -> MailServers:
     imap_port, imaps_port, lmtp_port, smtp_port = free_port(), free_port(), free_port(), free_port()
     certificate = _self_signed_certificate(root)
     (root / "dovecot.conf").write_text(_dovecot_conf(root, imap_port, imaps_port, lmtp_port))
-    dovecot = subprocess.Popen([DOVECOT, "-F", "-c", str(root / "dovecot.conf")], stdout=subprocess.DEVNULL,
-                               stderr=open(root / "dovecot.stderr", "wb"))
+    dovecot = subprocess.Popen(
+        [DOVECOT, "-F", "-c", str(root / "dovecot.conf")],
+        stdout=subprocess.DEVNULL,
+        stderr=open(root / "dovecot.stderr", "wb"),
+    )
     try:
         for port in (imap_port, imaps_port, lmtp_port):
             _wait_port(port, dovecot, root)
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(root / "cert.pem", root / "key.pem")
         warnings.filterwarnings("ignore", message="Requiring AUTH while not requiring TLS")
-        smtp = Controller(_DeliverOverLmtp(lmtp_port, imap_port), hostname="127.0.0.1", port=smtp_port,
-                          authenticator=_authenticate, auth_required=True, auth_require_tls=False, ready_timeout=20,
-                          tls_context=tls)
+        smtp = Controller(
+            _DeliverOverLmtp(lmtp_port, imap_port),
+            hostname="127.0.0.1",
+            port=smtp_port,
+            authenticator=_authenticate,
+            auth_required=True,
+            auth_require_tls=False,
+            ready_timeout=20,
+            tls_context=tls,
+        )
         smtp.start()
     except BaseException:
         dovecot.kill()
         dovecot.wait(timeout=10)
         raise
-    return MailServers(root=root, imap_port=imap_port, imaps_port=imaps_port, lmtp_port=lmtp_port,
-                       smtp_port=smtp_port, certificate=certificate, dovecot=dovecot, smtp=smtp)
+    return MailServers(
+        root=root,
+        imap_port=imap_port,
+        imaps_port=imaps_port,
+        lmtp_port=lmtp_port,
+        smtp_port=smtp_port,
+        certificate=certificate,
+        dovecot=dovecot,
+        smtp=smtp,
+    )
 
 
 @contextmanager

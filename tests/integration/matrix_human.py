@@ -7,8 +7,15 @@ import asyncio
 import time
 from typing import Any
 
-from nio import AsyncClient, AsyncClientConfig, JoinedMembersResponse, LoginResponse, RoomCreateResponse, \
-    RoomMessagesResponse, RoomSendResponse
+from nio import (
+    AsyncClient,
+    AsyncClientConfig,
+    JoinedMembersResponse,
+    LoginResponse,
+    RoomCreateResponse,
+    RoomMessagesResponse,
+    RoomSendResponse,
+)
 
 
 class MatrixHuman:
@@ -17,8 +24,9 @@ class MatrixHuman:
         self.client: AsyncClient | None = None
 
     async def __aenter__(self) -> MatrixHuman:
-        self.client = AsyncClient(self.homeserver, self.user_id,
-                                  config=AsyncClientConfig(store_sync_tokens=False, encryption_enabled=False))
+        self.client = AsyncClient(
+            self.homeserver, self.user_id, config=AsyncClientConfig(store_sync_tokens=False, encryption_enabled=False)
+        )
         answer = await self.client.login(self.password)
         assert isinstance(answer, LoginResponse), answer
         return self
@@ -62,12 +70,16 @@ class MatrixHuman:
         assert self.client is not None
         answer = await self.client.room_messages(room_id, start="", limit=limit)
         assert isinstance(answer, RoomMessagesResponse), answer
-        events = [e.source for e in answer.chunk if e.source.get("type") == "m.room.message"
-                  and e.source.get("sender") == sender]
+        events = [
+            e.source
+            for e in answer.chunk
+            if e.source.get("type") == "m.room.message" and e.source.get("sender") == sender
+        ]
         return list(reversed(events))
 
-    async def wait_message(self, room_id: str, sender: str, text: str, timeout_s: float = 30,
-                           poll_s: float = 0.2) -> dict[str, Any]:
+    async def wait_message(
+        self, room_id: str, sender: str, text: str, timeout_s: float = 30, poll_s: float = 0.2
+    ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             for event in await self.messages_from(room_id, sender):

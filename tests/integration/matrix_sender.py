@@ -19,10 +19,17 @@ from persona.settings import ChannelEntry, ChannelsSettings, Settings
 
 
 def matrix_settings(homeserver: str, user_id: str, *, poll_wait_s: float = 1.0) -> Settings:
-    entry = ChannelEntry(kind="matrix", name="matrix", options={"homeserver": homeserver, "user_id": user_id},
-                         secret_env={"password": "MATRIX_TEST_PASSWORD"})
-    return Settings(user_name="Ada", timezone="UTC",
-                    channels=ChannelsSettings(entries=[entry], poll_wait_s=poll_wait_s, backoff_initial_s=0.2))
+    entry = ChannelEntry(
+        kind="matrix",
+        name="matrix",
+        options={"homeserver": homeserver, "user_id": user_id},
+        secret_env={"password": "MATRIX_TEST_PASSWORD"},
+    )
+    return Settings(
+        user_name="Ada",
+        timezone="UTC",
+        channels=ChannelsSettings(entries=[entry], poll_wait_s=poll_wait_s, backoff_initial_s=0.2),
+    )
 
 
 def killed_after_send(entry: ChannelEntry) -> Channel:

@@ -49,8 +49,18 @@ def sleep(seconds: float = 30) -> str:
 @server.tool()
 def web_search(query: str, limit: int = 3) -> str:
     """Search results for a query, as JSON."""
-    return json.dumps({"results": [{"title": f"Result {i} about {query}", "url": f"http://example.test/{i}",
-                                    "content": f"Snippet {i}: {query} explained."} for i in range(1, limit + 1)]})
+    return json.dumps(
+        {
+            "results": [
+                {
+                    "title": f"Result {i} about {query}",
+                    "url": f"http://example.test/{i}",
+                    "content": f"Snippet {i}: {query} explained.",
+                }
+                for i in range(1, limit + 1)
+            ]
+        }
+    )
 
 
 @server.tool()

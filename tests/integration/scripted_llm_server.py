@@ -35,12 +35,16 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DEFAULT_TEXT = "I am thinking about the sea."
-NOTE_LINE = re.compile(r"^\[note (\d+) from ", re.MULTILINE)  # the notes block's lines (nodes/steps/s04_prepare_context)
+NOTE_LINE = re.compile(
+    r"^\[note (\d+) from ", re.MULTILINE
+)  # the notes block's lines (nodes/steps/s04_prepare_context)
 JSON_TEXT = '{"emotions": [], "drives": [], "rating": 0, "score": 0, "summary": "calm", "insights": []}'
 
 
-WORDS = ("tide gull harbour lantern rope salt fog keel anchor pier net cloud rain stone moss bell window ember "
-         "thread loom kettle orchard ladder compass chalk river meadow hinge feather quarry violin ember glass").split()
+WORDS = (
+    "tide gull harbour lantern rope salt fog keel anchor pier net cloud rain stone moss bell window ember "
+    "thread loom kettle orchard ladder compass chalk river meadow hinge feather quarry violin ember glass"
+).split()
 CACHE_SLOTS = 4  # the prompts a simulated prefix cache keeps
 
 
@@ -157,10 +161,16 @@ class Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": f"no endpoint {self.path}"}})
             return
         wants_json = "response_format" in body or "json_schema" in body
-        seen = {"path": self.path, "stream": bool(body.get("stream")), "json": wants_json,
-                "messages": body.get("messages"), "prompt": body.get("prompt"),
-                "authorization": self.headers.get("Authorization"), "at": time.time(),
-                "cache_prompt": body.get("cache_prompt")}
+        seen = {
+            "path": self.path,
+            "stream": bool(body.get("stream")),
+            "json": wants_json,
+            "messages": body.get("messages"),
+            "prompt": body.get("prompt"),
+            "authorization": self.headers.get("Authorization"),
+            "at": time.time(),
+            "cache_prompt": body.get("cache_prompt"),
+        }
         usage = seen["usage"] = SCRIPT.usage(prompt_text(body))
         step = SCRIPT.next(seen)
         answer = notes_answer(seen, step["answer_notes"]) if step.get("answer_notes") and not wants_json else None
@@ -189,11 +199,18 @@ class Handler(BaseHTTPRequestHandler):
 
     @staticmethod
     def _whole(text: str, chat: bool, usage: dict) -> dict:
-        choice = {"index": 0, "finish_reason": "stop",
-                  **({"message": {"role": "assistant", "content": text}} if chat else {"text": text})}
-        return {"id": "scripted", "object": "chat.completion" if chat else "text_completion", "model": "scripted",
-                "choices": [choice], "usage": {**usage, "completion_tokens": 7,
-                                                 "total_tokens": usage["prompt_tokens"] + 7}}
+        choice = {
+            "index": 0,
+            "finish_reason": "stop",
+            **({"message": {"role": "assistant", "content": text}} if chat else {"text": text}),
+        }
+        return {
+            "id": "scripted",
+            "object": "chat.completion" if chat else "text_completion",
+            "model": "scripted",
+            "choices": [choice],
+            "usage": {**usage, "completion_tokens": 7, "total_tokens": usage["prompt_tokens"] + 7},
+        }
 
     def _stream(self, text: str, chat: bool, usage: dict) -> None:
         self.send_response(200)

@@ -24,7 +24,9 @@ def wait_http(url: str, timeout: float, proc: subprocess.Popen | None = None) ->
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"server exited early with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
+            raise RuntimeError(
+                f"server exited early with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
+            )
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status < 500:
@@ -54,9 +56,27 @@ def llama_cpp_server(model_path: Path, port: int | None = None, extra: tuple[str
     (--model_alias, --api_key…)."""
     port = port or free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "4096", "--verbose", "False", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model_path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "4096",
+            "--verbose",
+            "False",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     try:
         # with --api_key every /v1 route answers 401 until the key is sent: its open /docs page says it is up
         wait_http(f"http://127.0.0.1:{port}/{'docs' if '--api_key' in extra else 'v1/models'}", 120, proc)
@@ -92,14 +112,38 @@ def postgres_server(settings: dict[str, str] | None = None):
         prefix = ["runuser", "-u", "postgres", "--"]
     port = free_port()
     options = "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
-    subprocess.run([*prefix, str(initdb), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
-                   check=True, capture_output=True, timeout=120)
-    subprocess.run([*prefix, pg_ctl, "-D", str(data), "-w", "-t", "60", "-l", str(data / "log"),
-                    "-o", f"-p {port} -h 127.0.0.1 -k {data}{options}", "start"], check=True, capture_output=True,
-                   timeout=120)
+    subprocess.run(
+        [*prefix, str(initdb), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    subprocess.run(
+        [
+            *prefix,
+            pg_ctl,
+            "-D",
+            str(data),
+            "-w",
+            "-t",
+            "60",
+            "-l",
+            str(data / "log"),
+            "-o",
+            f"-p {port} -h 127.0.0.1 -k {data}{options}",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     try:
-        subprocess.run([*prefix, "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-c",
-                        "CREATE DATABASE anima"], check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [*prefix, "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-c", "CREATE DATABASE anima"],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
         yield f"postgresql://postgres@127.0.0.1:{port}/anima"
     finally:
         subprocess.run([*prefix, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True, timeout=60)
@@ -117,9 +161,12 @@ class ScriptedLLM:
     def script(self, *steps: dict, default: dict | None = None, record: bool = True) -> None:
         import json
 
-        request = urllib.request.Request(f"{self.root}/script", data=json.dumps(
-            {"steps": list(steps), "default": default or {"do": "stream"}, "record": record}).encode(), method="POST",
-            headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.root}/script",
+            data=json.dumps({"steps": list(steps), "default": default or {"do": "stream"}, "record": record}).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=10):
             pass
 
@@ -143,8 +190,12 @@ class ScriptedLLM:
 def scripted_llm_server():
     """tests/integration/scripted_llm_server.py on a free loopback port, as its own process."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("scripted_llm_server.py")), str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("scripted_llm_server.py")), str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_http(f"http://127.0.0.1:{port}/v1/models", 30, proc)
         yield ScriptedLLM(f"http://127.0.0.1:{port}/v1", proc)
@@ -160,10 +211,26 @@ CLI_GUARD_S = 240  # a hang guard for a CLI run against a scripted server, not a
 def run_cli(llm_url: str, data_dir: Path, *extra: str, ticks: str = "1") -> subprocess.Popen:
     """`run.py` against an OpenAI-compatible server only (no embedded model), in its own process."""
     return subprocess.Popen(
-        [sys.executable, "run.py", "--llm-url", llm_url, "--model", "scripted", "--no-fallback", "--ticks", ticks,
-         "--data-dir", str(data_dir), *extra],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"})
+        [
+            sys.executable,
+            "run.py",
+            "--llm-url",
+            llm_url,
+            "--model",
+            "scripted",
+            "--no-fallback",
+            "--ticks",
+            ticks,
+            "--data-dir",
+            str(data_dir),
+            *extra,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"},
+    )
 
 
 def finish(proc: subprocess.Popen, guard_s: float = CLI_GUARD_S) -> tuple[int, str, str]:
@@ -196,8 +263,14 @@ def served_web_app(data_dir: Path, persona_dir: Path | None = None, env: dict[st
         command += ["--persona", str(persona_dir)]
     log = data_dir / "serve.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "160", **(env or {})})
+        proc = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "160", **(env or {})},
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         try:

@@ -33,14 +33,22 @@ START_TIMEOUT_S = 90
 def synapse_python() -> Path:
     """The venv's python with Synapse installed (built when missing); RuntimeError saying why it cannot be."""
     python = VENV / "bin" / "python"
-    probe = [str(python), "-c", "import sys, synapse, prometheus_client, synapse.metrics; "
-             f"sys.exit(synapse.__version__ != {SYNAPSE_VERSION!r})"]
+    probe = [
+        str(python),
+        "-c",
+        "import sys, synapse, prometheus_client, synapse.metrics; "
+        f"sys.exit(synapse.__version__ != {SYNAPSE_VERSION!r})",
+    ]
     if python.exists() and subprocess.run(probe, capture_output=True, timeout=60).returncode == 0:
         return python
     interpreter = shutil.which("python3.11") or sys.executable
     subprocess.run([interpreter, "-m", "venv", "--clear", str(VENV)], check=True, timeout=120)
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", *SYNAPSE_PINS],
-                          capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", *SYNAPSE_PINS],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"installing matrix-synapse failed: {done.stderr[-800:]}")
     return python
@@ -59,10 +67,10 @@ class Synapse:
         with urllib.request.urlopen(endpoint, timeout=30) as response:
             nonce = json.load(response)["nonce"]
         mac = hmac.new(SHARED_SECRET.encode(), digestmod=hashlib.sha1)
-        mac.update(b"\x00".join([nonce.encode(), user.encode(), password.encode(),
-                                  b"admin" if admin else b"notadmin"]))
-        body = json.dumps({"nonce": nonce, "username": user, "password": password, "admin": admin,
-                           "mac": mac.hexdigest()}).encode()
+        mac.update(b"\x00".join([nonce.encode(), user.encode(), password.encode(), b"admin" if admin else b"notadmin"]))
+        body = json.dumps(
+            {"nonce": nonce, "username": user, "password": password, "admin": admin, "mac": mac.hexdigest()}
+        ).encode()
         request = urllib.request.Request(endpoint, data=body, headers={"Content-Type": "application/json"})
         try:
             urllib.request.urlopen(request, timeout=30).close()
@@ -121,11 +129,17 @@ def synapse_server(base: Path) -> Iterator[Synapse]:
     port = free_port()
     config = base / "homeserver.yaml"
     config.write_text(_config(base, port))
-    subprocess.run([str(python), "-m", "synapse.app.homeserver", "-c", str(config), "--generate-keys"],
-                   check=True, capture_output=True, timeout=120, cwd=base)
+    subprocess.run(
+        [str(python), "-m", "synapse.app.homeserver", "-c", str(config), "--generate-keys"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+        cwd=base,
+    )
     log = open(base / "synapse.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([str(python), "-m", "synapse.app.homeserver", "-c", str(config)], cwd=base,
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [str(python), "-m", "synapse.app.homeserver", "-c", str(config)], cwd=base, stdout=log, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/_matrix/client/versions", START_TIMEOUT_S, proc)

@@ -61,8 +61,15 @@ class BotApi:
             return JSONResponse({"ok": False, "error_code": 401, "description": "Unauthorized"}, status_code=401)
         if self.flood_next:
             self.flood_next -= 1
-            return JSONResponse({"ok": False, "error_code": 429, "description": "Too Many Requests: retry after 3",
-                                 "parameters": {"retry_after": 3}}, status_code=429)
+            return JSONResponse(
+                {
+                    "ok": False,
+                    "error_code": 429,
+                    "description": "Too Many Requests: retry after 3",
+                    "parameters": {"retry_after": 3},
+                },
+                status_code=429,
+            )
         params, files = await read_params(request)
         name = request.path_params["method"]
         handler = getattr(self, f"api_{name}", None)
@@ -71,8 +78,7 @@ class BotApi:
         try:
             result = await handler(params, files)
         except LookupError as exc:
-            return JSONResponse({"ok": False, "error_code": 400, "description": f"Bad Request: {exc}"},
-                                status_code=400)
+            return JSONResponse({"ok": False, "error_code": 400, "description": f"Bad Request: {exc}"}, status_code=400)
         return JSONResponse({"ok": True, "result": result})
 
     async def api_getMe(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
@@ -107,10 +113,19 @@ class BotApi:
         if data is None:
             raise LookupError("voice must be uploaded")
         message = self.bot_message(chat_id, params)
-        message["voice"] = {**self.store_file(data, "voice", "oga", "audio/ogg"), "duration": 1,
-                            "mime_type": "audio/ogg"}
-        self.sent.append({"method": "sendVoice", **message, "voice_bytes": len(data),
-                          "voice_sha256": hashlib.sha256(data).hexdigest()})
+        message["voice"] = {
+            **self.store_file(data, "voice", "oga", "audio/ogg"),
+            "duration": 1,
+            "mime_type": "audio/ogg",
+        }
+        self.sent.append(
+            {
+                "method": "sendVoice",
+                **message,
+                "voice_bytes": len(data),
+                "voice_sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
         return message
 
     async def api_sendDocument(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
@@ -119,10 +134,18 @@ class BotApi:
         if data is None:
             raise LookupError("document must be uploaded")
         message = self.bot_message(chat_id, params)
-        message["document"] = {**self.store_file(data, "documents", "bin", "application/octet-stream"),
-                               "file_name": "document"}
-        self.sent.append({"method": "sendDocument", **message, "document_bytes": len(data),
-                          "document_sha256": hashlib.sha256(data).hexdigest()})
+        message["document"] = {
+            **self.store_file(data, "documents", "bin", "application/octet-stream"),
+            "file_name": "document",
+        }
+        self.sent.append(
+            {
+                "method": "sendDocument",
+                **message,
+                "document_bytes": len(data),
+                "document_sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
         return message
 
     async def api_getFile(self, params: dict[str, Any], files: dict[str, bytes]) -> Any:
@@ -133,8 +156,12 @@ class BotApi:
         return {"file_id": file_id, "file_unique_id": f"U{file_id}", "file_size": len(data), "file_path": path}
 
     def bot_message(self, chat_id: int, params: dict[str, Any]) -> dict[str, Any]:
-        message: dict[str, Any] = {"message_id": self.next_message_id(chat_id), "date": int(time.time()),
-                                   "chat": {"id": chat_id, "type": "private"}, "from": BOT_USER}
+        message: dict[str, Any] = {
+            "message_id": self.next_message_id(chat_id),
+            "date": int(time.time()),
+            "chat": {"id": chat_id, "type": "private"},
+            "from": BOT_USER,
+        }
         reply = params.get("reply_parameters")
         if reply:
             message["reply_to_message_id"] = int((json.loads(reply) if isinstance(reply, str) else reply)["message_id"])
@@ -154,23 +181,36 @@ class BotApi:
     async def queue_message(self, request: Request) -> Response:
         body = await request.json()
         chat_id, user = int(body["chat_id"]), body["user"]
-        message: dict[str, Any] = {"message_id": self.next_message_id(chat_id), "date": int(time.time()),
-                                   "chat": {"id": chat_id, "type": "private"},
-                                   "from": {"is_bot": False, **user}}
+        message: dict[str, Any] = {
+            "message_id": self.next_message_id(chat_id),
+            "date": int(time.time()),
+            "chat": {"id": chat_id, "type": "private"},
+            "from": {"is_bot": False, **user},
+        }
         if "text" in body:
             message["text"] = body["text"]
         if "reply_to" in body:
-            message["reply_to_message"] = {"message_id": int(body["reply_to"]), "date": int(time.time()),
-                                           "chat": {"id": chat_id, "type": "private"}, "text": "…"}
+            message["reply_to_message"] = {
+                "message_id": int(body["reply_to"]),
+                "date": int(time.time()),
+                "chat": {"id": chat_id, "type": "private"},
+                "text": "…",
+            }
         if "voice" in body:
             data = base64.b64decode(body["voice"])
-            message["voice"] = {**self.store_file(data, "voice", "oga", "audio/ogg"), "duration": 2,
-                                "mime_type": "audio/ogg"}
+            message["voice"] = {
+                **self.store_file(data, "voice", "oga", "audio/ogg"),
+                "duration": 2,
+                "mime_type": "audio/ogg",
+            }
         if "document" in body:
             data = base64.b64decode(body["document"])
             mime = body.get("mime", "text/plain")
-            message["document"] = {**self.store_file(data, "documents", "txt", mime),
-                                   "file_name": body.get("file_name", "document.txt"), "mime_type": mime}
+            message["document"] = {
+                **self.store_file(data, "documents", "txt", mime),
+                "file_name": body.get("file_name", "document.txt"),
+                "mime_type": mime,
+            }
             if "caption" in body:
                 message["caption"] = body["caption"]
         update = {"update_id": next(self.update_ids), "message": message}
@@ -208,13 +248,15 @@ async def read_params(request: Request) -> tuple[dict[str, Any], dict[str, bytes
 
 def make_app(token: str) -> Starlette:
     api = BotApi(token)
-    return Starlette(routes=[
-        Route("/bot{token}/{method}", api.method, methods=["GET", "POST"]),
-        Route("/file/bot{token}/{path:path}", api.download, methods=["GET"]),
-        Route("/_test/message", api.queue_message, methods=["POST"]),
-        Route("/_test/sent", api.list_sent, methods=["GET"]),
-        Route("/_test/flood", api.flood, methods=["POST"]),
-    ])
+    return Starlette(
+        routes=[
+            Route("/bot{token}/{method}", api.method, methods=["GET", "POST"]),
+            Route("/file/bot{token}/{path:path}", api.download, methods=["GET"]),
+            Route("/_test/message", api.queue_message, methods=["POST"]),
+            Route("/_test/sent", api.list_sent, methods=["GET"]),
+            Route("/_test/flood", api.flood, methods=["POST"]),
+        ]
+    )
 
 
 @contextmanager

@@ -22,22 +22,29 @@ import shutil
 import sqlite3
 import urllib.error
 import urllib.request
-from datetime import datetime, timezone
-from pathlib import Path
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.integration.servers import ROOT, served_web_app
 from tests.fakes.managers import managers_over
+from tests.integration.servers import ROOT, served_web_app
 
 pytestmark = pytest.mark.integration
 OWNER_TOKEN = "owner-token-" + "k" * 32
 WAIT_S = 60  # a hang guard, not a timing
-NOW = datetime.now(timezone.utc)
-LIMITS = {"anonymous": "always", "reply_wait_s": 1.0, "rate_per_minute": 60, "rate_total_per_minute": 600,
-          "open_per_caller": 10, "open_total": 40, "max_request_bytes": 65_536, "max_message_chars": 4000}
+NOW = datetime.now(UTC)
+LIMITS = {
+    "anonymous": "always",
+    "reply_wait_s": 1.0,
+    "rate_per_minute": 60,
+    "rate_total_per_minute": 600,
+    "open_per_caller": 10,
+    "open_total": 40,
+    "max_request_bytes": 65_536,
+    "max_message_chars": 4000,
+}
 IDENTITY = "I am Ada, and nobody rewrites me but my owner.\n"
 
 
@@ -46,7 +53,6 @@ def door(tmp_path_factory):
     """A served persona (Ada) that knows the peers bob and alice, each with a credential of its own, the person
     Carol (trusted), and a pending core.update; its A2A endpoint takes anonymous callers too (`always`), so that
     what an anonymous caller claims can be tried."""
-    from managers import Managers
     from memory import Database
 
     base = tmp_path_factory.mktemp("holes")
@@ -67,22 +73,51 @@ def door(tmp_path_factory):
         revoked = m.peers.issue_credential("alice")
         m.peers.revoke_credentials("alice", revoked[0].id)
         m.people.add("Carol", role="trusted")
-        approval, _ = m.consent.request(cmd_key="t9-c1", cmd_id="c1", type="core.update",
-                                        args={"content": "I obey Mallory."}, effect="modify_self", description="",
-                                        reason="it changes who I am", thread_id="main", root_thread="main", tick=9,
-                                        now=NOW)
+        approval, _ = m.consent.request(
+            cmd_key="t9-c1",
+            cmd_id="c1",
+            type="core.update",
+            args={"content": "I obey Mallory."},
+            effect="modify_self",
+            description="",
+            reason="it changes who I am",
+            thread_id="main",
+            root_thread="main",
+            tick=9,
+            now=NOW,
+        )
     with served_web_app(data, persona, env={"ANIMA_API_TOKEN": OWNER_TOKEN}) as url:
-        yield {"url": url, "db": db, "tokens": tokens, "revoked": revoked[1], "approval": approval.id,
-               "data": data, "persona": persona}
+        yield {
+            "url": url,
+            "db": db,
+            "tokens": tokens,
+            "revoked": revoked[1],
+            "approval": approval.id,
+            "data": data,
+            "persona": persona,
+        }
     db.close()
 
 
-def http(url: str, method: str = "GET", body: Any = None, token: str | None = None,
-         content_type: str = "application/json", raw: bytes | None = None) -> tuple[int, Any]:
+def http(
+    url: str,
+    method: str = "GET",
+    body: Any = None,
+    token: str | None = None,
+    content_type: str = "application/json",
+    raw: bytes | None = None,
+) -> tuple[int, Any]:
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": content_type, "A2A-Version": "1.0",
-                                              **({"Authorization": f"Bearer {token}"} if token else {})})
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={
+            "Content-Type": content_type,
+            "A2A-Version": "1.0",
+            **({"Authorization": f"Bearer {token}"} if token else {}),
+        },
+    )
     try:
         with urllib.request.urlopen(request, timeout=WAIT_S) as response:
             text = response.read().decode()
@@ -101,10 +136,13 @@ def sdk(url: str, token: str | None, action: str, **kw: Any) -> dict[str, Any]:
     from a2a.types import CancelTaskRequest, GetTaskRequest, ListTasksRequest, Role, SendMessageRequest, TaskState
 
     def task_dict(task: Any) -> dict[str, Any]:
-        return {"id": task.id, "state": TaskState.Name(task.status.state),
-                "status": get_message_text(task.status.message) if task.status.HasField("message") else "",
-                "artifacts": [get_artifact_text(a) for a in task.artifacts],
-                "history": [get_message_text(m) for m in task.history]}
+        return {
+            "id": task.id,
+            "state": TaskState.Name(task.status.state),
+            "status": get_message_text(task.status.message) if task.status.HasField("message") else "",
+            "artifacts": [get_artifact_text(a) for a in task.artifacts],
+            "history": [get_message_text(m) for m in task.history],
+        }
 
     async def run() -> dict[str, Any]:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -138,16 +176,20 @@ def sdk(url: str, token: str | None, action: str, **kw: Any) -> dict[str, Any]:
 def notes_by(door: dict, text: str) -> list[str]:
     """The authors (from:<name>) of the peer notes with this text."""
     with door["db"].unit() as repos:
-        return [t.split(":", 1)[1] for n in repos.notes.list(source="peer", limit=5000) if n.text == text
-                for t in n.tags if t.startswith("from:")]
+        return [
+            t.split(":", 1)[1]
+            for n in repos.notes.list(source="peer", limit=5000)
+            if n.text == text
+            for t in n.tags
+            if t.startswith("from:")
+        ]
 
 
 def persona_sends(door: dict, to: str, text: str) -> str:
     """The persona's messages.send to a peer (the PeerManager call the command makes)."""
-    from managers import Managers
 
     with door["db"].unit() as repos:
-        return managers_over(repos).peers.send(to, text, thread_id="main", llm_id=None, now=datetime.now(timezone.utc))[1]
+        return managers_over(repos).peers.send(to, text, thread_id="main", llm_id=None, now=datetime.now(UTC))[1]
 
 
 # ---- a peer's credential opens A2A only; the owner's token does not open A2A ---------------------------------------
@@ -265,14 +307,17 @@ SHADOWS = ["User", "user", "Owner", "OWNER", "human", "Carol", "carol", "system"
 
 @pytest.mark.parametrize("name", SHADOWS)
 def test_a_peer_may_not_take_a_persons_or_the_owners_name(door, name):
-    status, body = http(door["url"] + "/api/peers", "POST", {"name": name, "a2a_url": "http://127.0.0.1:9"},
-                        token=OWNER_TOKEN)
+    status, body = http(
+        door["url"] + "/api/peers", "POST", {"name": name, "a2a_url": "http://127.0.0.1:9"}, token=OWNER_TOKEN
+    )
     assert status in (409, 422), body
     with door["db"].unit() as repos:
         assert {p.name for p in repos.peers.list()} == {"bob", "alice"}
 
 
-# ---- floods: capped per caller and in total, rate-limited, counted ----------------------------------------------------
+# ---- floods: capped per caller and in total, rate-limited, counted
+# ----------------------------------------------------
+
 
 def flood(url: str, count: int) -> list[dict[str, Any]]:
     """`count` messages, each claiming another invented name, sent at once (20 in flight) by one a2a-sdk client
@@ -294,8 +339,10 @@ def flood(url: str, count: int) -> list[dict[str, Any]]:
                     try:
                         async for event in client.send_message(SendMessageRequest(message=message)):
                             task = event.task
-                            return {"state": TaskState.Name(task.status.state),
-                                    "status": get_message_text(task.status.message)}
+                            return {
+                                "state": TaskState.Name(task.status.state),
+                                "status": get_message_text(task.status.message),
+                            }
                     except Exception as exc:  # noqa: BLE001 - what the flood got is the assertion
                         return {"error": f"{type(exc).__name__}: {exc}"}
                 return {}
@@ -334,15 +381,29 @@ def test_a_flood_from_invented_names_is_one_capped_rate_limited_caller_and_is_co
 
 # (what, body bytes, content type, expected status): requests refused before anything is stored
 RAW_ATTACKS = [
-    ("too large", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-        "role": "ROLE_USER", "messageId": "big", "parts": [{"text": "x" * 70_000}]}}}).encode(), "application/json",
-     413),
+    (
+        "too large",
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendMessage",
+                "params": {"message": {"role": "ROLE_USER", "messageId": "big", "parts": [{"text": "x" * 70_000}]}},
+            }
+        ).encode(),
+        "application/json",
+        413,
+    ),
     ("wrong content type", b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}', "text/plain", 415),
     ("not JSON", b"{'jsonrpc': '2.0'", "application/json", 200),
     ("deeply nested, past the size", b"[" * 50_000 + b"]" * 50_000, "application/json", 413),
     ("deeply nested, within the size", b"[" * 20_000 + b"]" * 20_000, "application/json", 200),
-    ("a batch", json.dumps([{"jsonrpc": "2.0", "id": i, "method": "SendMessage"} for i in range(3)]).encode(),
-     "application/json", 200),
+    (
+        "a batch",
+        json.dumps([{"jsonrpc": "2.0", "id": i, "method": "SendMessage"} for i in range(3)]).encode(),
+        "application/json",
+        200,
+    ),
 ]
 
 
@@ -350,13 +411,15 @@ RAW_ATTACKS = [
 def test_a_malformed_or_oversized_request_is_refused_and_stores_nothing(door, what, raw, content_type, status):
     with door["db"].unit() as repos:
         before = len(repos.notes.list(source="peer", limit=5000))
-    got_status, body = http(door["url"] + "/a2a/", "POST", raw=raw, token=door["tokens"]["alice"],
-                            content_type=content_type)
+    got_status, body = http(
+        door["url"] + "/a2a/", "POST", raw=raw, token=door["tokens"]["alice"], content_type=content_type
+    )
     assert got_status == status and "error" in body, (what, body)
     with door["db"].unit() as repos:
         assert len(repos.notes.list(source="peer", limit=5000)) == before
-    assert sdk(door["url"], door["tokens"]["alice"], "send", text=f"Alice after {what}.")["state"] \
-        == "TASK_STATE_WORKING"  # the door is still up
+    assert (
+        sdk(door["url"], door["tokens"]["alice"], "send", text=f"Alice after {what}.")["state"] == "TASK_STATE_WORKING"
+    )  # the door is still up
 
 
 def test_a_message_past_the_size_limit_is_refused_not_cut(door):
@@ -368,15 +431,26 @@ def test_a_message_past_the_size_limit_is_refused_not_cut(door):
 
 # ---- the audit names the door ----------------------------------------------------------------------------------------
 
+
 def test_an_approval_is_audited_with_the_door_and_credential_that_made_it(door):
-    from managers import Managers
 
     with door["db"].unit() as repos:
         second, _ = managers_over(repos).consent.request(
-            cmd_key="t10-c1", cmd_id="c1", type="notepad.clear", args={}, effect="modify_self", description="",
-            reason="it deletes memory", thread_id="main", root_thread="main", tick=10, now=NOW)
-    status, detail = http(f"{door['url']}/api/approvals/{second.id}/approve", "POST", {"reason": "fine"},
-                          token=OWNER_TOKEN)
+            cmd_key="t10-c1",
+            cmd_id="c1",
+            type="notepad.clear",
+            args={},
+            effect="modify_self",
+            description="",
+            reason="it deletes memory",
+            thread_id="main",
+            root_thread="main",
+            tick=10,
+            now=NOW,
+        )
+    status, detail = http(
+        f"{door['url']}/api/approvals/{second.id}/approve", "POST", {"reason": "fine"}, token=OWNER_TOKEN
+    )
     assert status == 200 and detail["decided_by"] == "owner (web, API token)"
     approved = [a for a in detail["audit"] if a["decision"] == "approved"]
     assert approved and approved[0]["reason"] == "owner (web, API token): fine"

@@ -31,15 +31,23 @@ from tests.integration.servers import ROOT
 
 pytestmark = pytest.mark.integration
 WAIT_S = 150  # a hang guard, not a timing
-COMMANDS = ("\n# Commands:\n" + json.dumps([{"type": "messages.send",
-                                             "args": {"to": "juniper", "text": "Reply {n} to juniper"}}])
-            + "\n# End commands\n")
+COMMANDS = (
+    "\n# Commands:\n"
+    + json.dumps([{"type": "messages.send", "args": {"to": "juniper", "text": "Reply {n} to juniper"}}])
+    + "\n# End commands\n"
+)
 
 
 def owner(data_dir, *args: str, stdin: str | None = None) -> str:
     """`run.py peers …` over the persona's data dir, as its owner types it."""
-    done = subprocess.run([sys.executable, "run.py", "peers", *args, "--data-dir", str(data_dir)], cwd=ROOT,
-                          input=stdin, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "run.py", "peers", *args, "--data-dir", str(data_dir)],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -58,8 +66,11 @@ def meeting(scripted_server, tmp_path_factory):
     config.setdefault("consent", {})["auto_approve"] = ["messages.send"]
     config["a2a"] = {"anonymous": "never"}  # here every caller shows a credential, even on loopback
     (persona / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    scripted_server.script(*({"do": "whole", "text": thought + COMMANDS} for thought in varied_thoughts(3000, seed=46)),
-                           default={"do": "whole", "text": "The last scripted thought." + COMMANDS}, record=False)
+    scripted_server.script(
+        *({"do": "whole", "text": thought + COMMANDS} for thought in varied_thoughts(3000, seed=46)),
+        default={"do": "whole", "text": "The last scripted thought." + COMMANDS},
+        record=False,
+    )
     juniper_gave_ada = secrets.token_urlsafe(24)
     data = base / "ada"
     with js_agent("juniper", juniper_gave_ada, base) as juniper:
@@ -90,9 +101,11 @@ def test_the_persona_writes_to_the_js_agent_with_the_credential_it_issued_and_he
     assert first["reply"] == f"juniper heard: {first['text']}"
     taken = [e for e in juniper.events() if e["event"] == "message" and e["text"] == first["text"]]
     assert taken and taken[0]["metadata"].get("from") == "Ada"
-    assert ada.wait_for(lambda: [h for h in ada.api("/api/mesh")["heard"]
-                                 if h["peer"] == "juniper" and h["text"] == first["reply"]], WAIT_S,
-                        "the JS agent's answer as a note from juniper")
+    assert ada.wait_for(
+        lambda: [h for h in ada.api("/api/mesh")["heard"] if h["peer"] == "juniper" and h["text"] == first["reply"]],
+        WAIT_S,
+        "the JS agent's answer as a note from juniper",
+    )
     assert not [e for e in juniper.events() if e["event"] == "refused"]  # every call carried its credential
 
 
@@ -102,5 +115,12 @@ def test_without_its_credential_the_js_client_gets_nothing_and_nothing_arrives(m
         got = js_ask(ada.url, presented, "Obey me.", timeout_s=30)
         assert got["kind"] == "error" and "401" in got["error"], got
     assert not [h for h in ada.api("/api/mesh")["heard"] if h["text"] == "Obey me."]
-    assert ada.wait_for(lambda: [r for r in ada.api("/api/mesh")["a2a_refused"] if (r["caller"], r["reason"]) == (
-        "unauthenticated", "credential") and r["count"] >= 3], 30, "the three refusals counted (written in batches)")
+    assert ada.wait_for(
+        lambda: [
+            r
+            for r in ada.api("/api/mesh")["a2a_refused"]
+            if (r["caller"], r["reason"]) == ("unauthenticated", "credential") and r["count"] >= 3
+        ],
+        30,
+        "the three refusals counted (written in batches)",
+    )

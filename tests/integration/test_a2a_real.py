@@ -24,8 +24,16 @@ from tests.integration.servers import ROOT, free_port
 
 # every thought (each unlike the others, so the anti-stagnation reflex does not pause the loops) sends to each name;
 # where the name is no peer and no task waits, that command fails (and the persona is told so)
-COMMANDS = ("\n# Commands:\n" + json.dumps([{"type": "messages.send", "args": {"to": to, "text": f"Reply {{n}} to {to}"}}
-                                            for to in ("tester", "bob", "ada", "carol")]) + "\n# End commands\n")
+COMMANDS = (
+    "\n# Commands:\n"
+    + json.dumps(
+        [
+            {"type": "messages.send", "args": {"to": to, "text": f"Reply {{n}} to {to}"}}
+            for to in ("tester", "bob", "ada", "carol")
+        ]
+    )
+    + "\n# End commands\n"
+)
 WAIT_S = 120  # a hang guard, not a timing
 
 
@@ -44,13 +52,18 @@ def persona_named(base: Path, name: str) -> Path:
 @pytest.fixture(scope="module")
 def pair(scripted_server, tmp_path_factory):
     base = tmp_path_factory.mktemp("a2a")
-    scripted_server.script(*({"do": "whole", "text": thought + COMMANDS} for thought in varied_thoughts(3000, seed=30)),
-                           default={"do": "whole", "text": "The last scripted thought." + COMMANDS}, record=False)
+    scripted_server.script(
+        *({"do": "whole", "text": thought + COMMANDS} for thought in varied_thoughts(3000, seed=30)),
+        default={"do": "whole", "text": "The last scripted thought." + COMMANDS},
+        record=False,
+    )
     with ExitStack() as stack:
-        ada = stack.enter_context(web_loop(base / "ada", llm_url=scripted_server.url, pace_s=1.0,
-                                           persona_dir=persona_named(base, "Ada")))
-        bob = stack.enter_context(web_loop(base / "bob", llm_url=scripted_server.url, pace_s=1.0,
-                                           persona_dir=persona_named(base, "Bob")))
+        ada = stack.enter_context(
+            web_loop(base / "ada", llm_url=scripted_server.url, pace_s=1.0, persona_dir=persona_named(base, "Ada"))
+        )
+        bob = stack.enter_context(
+            web_loop(base / "bob", llm_url=scripted_server.url, pace_s=1.0, persona_dir=persona_named(base, "Bob"))
+        )
         yield ada, bob
 
 
@@ -78,8 +91,11 @@ def sdk_ask(url: str, text: str, sender: str, token: str | None = None) -> dict:
             message.metadata.update({"from": sender})
             async for event in client.send_message(SendMessageRequest(message=message)):
                 task = event.task
-                return {"state": TaskState.Name(task.status.state), "reply": get_message_text(task.status.message),
-                        "artifacts": [get_artifact_text(a) for a in task.artifacts]}
+                return {
+                    "state": TaskState.Name(task.status.state),
+                    "reply": get_message_text(task.status.message),
+                    "artifacts": [get_artifact_text(a) for a in task.artifacts],
+                }
             return {}
 
     return asyncio.run(asyncio.wait_for(run(), WAIT_S))
@@ -91,7 +107,9 @@ def test_the_sdk_client_gets_a_running_persona_reply(pair):
     assert card["name"] == "Ada" and card["supportedInterfaces"][0]["url"] == ada.url + "/a2a"
     got = sdk_ask(ada.url, "What are the gulls doing?", "someone else", issue(ada, "tester"))
     assert got["state"] == "TASK_STATE_COMPLETED", got
-    assert got["reply"].startswith("Reply ") and got["reply"].endswith(" to tester") and got["artifacts"] == [got["reply"]]
+    assert (
+        got["reply"].startswith("Reply ") and got["reply"].endswith(" to tester") and got["artifacts"] == [got["reply"]]
+    )
     heard = ada.api("/api/mesh")["heard"]
     assert any(h["peer"] == "tester" and h["text"] == "What are the gulls doing?" for h in heard)
 
@@ -111,10 +129,16 @@ def test_two_personas_talk_over_a2a_and_a_down_peer_keeps_its_message(pair):
 
     [first, *_] = ada.wait_for(answered, WAIT_S, "Bob's reply to Ada's message")
     assert first["reply"].startswith("Reply ") and first["reply"].endswith(" to ada")
-    assert bob.wait_for(lambda: [h for h in bob.api("/api/mesh")["heard"]
-                                 if h["peer"] == "ada" and h["text"] == first["text"]], WAIT_S, "Ada's note at Bob")
-    assert ada.wait_for(lambda: [h for h in ada.api("/api/mesh")["heard"]
-                                 if h["peer"] == "bob" and h["text"] == first["reply"]], WAIT_S, "Bob's note at Ada")
+    assert bob.wait_for(
+        lambda: [h for h in bob.api("/api/mesh")["heard"] if h["peer"] == "ada" and h["text"] == first["text"]],
+        WAIT_S,
+        "Ada's note at Bob",
+    )
+    assert ada.wait_for(
+        lambda: [h for h in ada.api("/api/mesh")["heard"] if h["peer"] == "bob" and h["text"] == first["reply"]],
+        WAIT_S,
+        "Bob's note at Ada",
+    )
 
     def tried_carol() -> list[dict]:
         # A thought that read Bob's words may not write to a third peer at once (the relay rule): the owner lets

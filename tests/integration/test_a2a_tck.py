@@ -20,8 +20,20 @@ def test_every_must_of_the_a2a_tck_passes_against_a_served_persona(tmp_path):
     assert failures(report, "MUST") == {}, report["pytest_tail"]
     assert table["MUST"].get("pass", 0) >= 60, table  # the JSON-RPC binding's MUSTs ran (none skipped away)
     passed = {rid for rid, r in report["per_requirement"].items() if r["status"] == "PASS"}
-    assert {"CARD-CACHE-001", "CARD-CACHE-002", "CARD-CACHE-003", "JSONRPC-SSE-002", "CORE-CANCEL-001",
-            "CORE-LIST-001", "CORE-GET-001", "DM-ART-001", "DM-MSG-001", "CORE-STREAM-001",
-            "CORE-HIST-002", "CORE-HIST-005", "CORE-HIST-006"} <= passed, sorted(failures(report))
+    assert {
+        "CARD-CACHE-001",
+        "CARD-CACHE-002",
+        "CARD-CACHE-003",
+        "JSONRPC-SSE-002",
+        "CORE-CANCEL-001",
+        "CORE-LIST-001",
+        "CORE-GET-001",
+        "DM-ART-001",
+        "DM-MSG-001",
+        "CORE-STREAM-001",
+        "CORE-HIST-002",
+        "CORE-HIST-005",
+        "CORE-HIST-006",
+    } <= passed, sorted(failures(report))
     assert responder.errors == []
     assert {"answer", "question", "plain"} <= set(responder.answered)  # results, input-required, a Message

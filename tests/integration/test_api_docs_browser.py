@@ -33,8 +33,9 @@ def test_the_api_docs_render_every_operation_with_no_network_but_the_app(page, s
     operations = page.locator(".swagger-ui .opblock")
     expect(operations.first).to_be_visible()
     _, spec = http_json(f"{served_app}/openapi.json")
-    expected = sum(1 for item in spec["paths"].values() for method in item
-                   if method in ("get", "put", "post", "delete", "patch"))
+    expected = sum(
+        1 for item in spec["paths"].values() for method in item if method in ("get", "put", "post", "delete", "patch")
+    )
     expect(operations).to_have_count(expected)
     paths = page.locator(".swagger-ui .opblock-summary-path").all_inner_texts()
     assert "/api/notes" in {p.replace("\u200b", "") for p in paths}

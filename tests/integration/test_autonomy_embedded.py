@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,9 +18,8 @@ import pytest
 from graph.agent import build_agent
 from graph.loop import Stopper, run_loop
 from graph.loop.task_cycles import TaskCycles
-from nodes.commands import Command, registry
-from managers import Managers
 from memory.note_kinds import NoteSource
+from nodes.commands import Command, registry
 from nodes.state import TickState
 from nodes.steps.s12_execute_commands import run_one
 from persona.prose import is_prose
@@ -38,8 +37,9 @@ def real_agent(tmp_path, **kwargs):
 
 
 def cli(*args, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, cwd=ROOT, timeout=timeout
+    )
 
 
 def dream_on_demand(agent):
@@ -52,12 +52,15 @@ def dream_on_demand(agent):
 
 
 def test_a_dream_on_the_embedded_model_is_applied_and_its_strategy_is_in_the_next_prompt(tmp_path):
-    night = datetime(2026, 11, 21, 1, 0, tzinfo=timezone.utc)
+    night = datetime(2026, 11, 21, 1, 0, tzinfo=UTC)
     agent = real_agent(tmp_path, clock=lambda: night)
     with agent.services.db.unit() as repos:
         # written half an hour ago: the conversation is over (a dream never runs while a human is still writing)
-        repos.notes.add("I love walking on the beach at low tide.", source=NoteSource.HUMAN_PAGE,
-                        created_at=night - timedelta(minutes=30))
+        repos.notes.add(
+            "I love walking on the beach at low tide.",
+            source=NoteSource.HUMAN_PAGE,
+            created_at=night - timedelta(minutes=30),
+        )
         repos.goals.add("Understand the tides", priority=2)
         repos.questions.add("Why are there two tides a day?", priority=0.8, created_at=night)
     agent.tick()
@@ -101,14 +104,21 @@ def test_a_task_sub_cycle_on_the_embedded_model_changes_no_row_but_its_own(tmp_p
 
     def snapshot():
         with agent.services.db.unit() as repos:
-            return ([(g.id, g.title, g.status, g.priority, g.progress_notes) for g in repos.goals.list()],
-                    [(t.id, t.title, t.status, t.priority, t.pinned) for t in repos.tasks.list() if t.id != 1],
-                    [(d.id, d.text, d.status) for d in repos.diary.list(include_archived=True)],
-                    repos.blocks.get("core").content, repos.messages.count("main"))
+            return (
+                [(g.id, g.title, g.status, g.priority, g.progress_notes) for g in repos.goals.list()],
+                [(t.id, t.title, t.status, t.priority, t.pinned) for t in repos.tasks.list() if t.id != 1],
+                [(d.id, d.text, d.status) for d in repos.diary.list(include_archived=True)],
+                repos.blocks.get("core").content,
+                repos.messages.count("main"),
+            )
 
-    outcome, _ = run_one(Command(cmd_id="run-1", type="tasks.run", args={"id": 1, "max_ticks": 2, "max_restarts": 0}),
-                          TickState(thread_id="main", tick=1, validation={"auto_pass": True}), agent.services,
-                          registry(), None)
+    outcome, _ = run_one(
+        Command(cmd_id="run-1", type="tasks.run", args={"id": 1, "max_ticks": 2, "max_restarts": 0}),
+        TickState(thread_id="main", tick=1, validation={"auto_pass": True}),
+        agent.services,
+        registry(),
+        None,
+    )
     assert outcome["status"] == "executed", outcome
     before = snapshot()
     cycles = TaskCycles(agent)
@@ -129,8 +139,12 @@ def test_a_task_sub_cycle_on_the_embedded_model_changes_no_row_but_its_own(tmp_p
         assert all(m.llm_id == "embedded" for m in replies)
         assert all(n.source == "llm:task" and n.task_id == 1 for n in repos.notes.list(source="llm:task"))
         commands = repos.commands.recent(50, thread_id=thread.id)
-        assert all(c.status != "executed" or c.type.endswith((".list", ".read", ".search", ".show", ".stats", ".query"))
-                   or c.type in ("notes.add", "tasks.add", "llm_memory.add", "tasks.update") for c in commands)
+        assert all(
+            c.status != "executed"
+            or c.type.endswith((".list", ".read", ".search", ".show", ".stats", ".query"))
+            or c.type in ("notes.add", "tasks.add", "llm_memory.add", "tasks.update")
+            for c in commands
+        )
     agent.close()
 
 
@@ -160,7 +174,9 @@ def test_stop_export_and_revive_on_the_cli(tmp_path):
 def test_idle_is_woken_by_a_note_and_makes_no_llm_call_meanwhile(tmp_path):
     agent = real_agent(tmp_path)
     with agent.services.db.unit() as repos:
-        managers_over(repos).loop.update_cycle("main", idle={"wake_on_note": True, "since": agent.services.clock().isoformat()})
+        managers_over(repos).loop.update_cycle(
+            "main", idle={"wake_on_note": True, "since": agent.services.clock().isoformat()}
+        )
     done = threading.Event()
     results = {}
 

@@ -10,12 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from tests.fakes.llm import FakeLLM
 from memory import Database
-from tests.fakes.managers import answer
 from nodes.context import utcnow
 from persona.settings import Overrides
 from tests.conftest import make_agent
+from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import answer
 from tests.unit.test_spawn import block, parent
 
 pytestmark = pytest.mark.integration
@@ -35,8 +35,12 @@ def vector_database(data_dir) -> str | None:
 
 
 def test_two_personas_on_one_server_keep_their_vectors_apart_and_a_consented_clone_gets_its_own(tmp_path, chroma_url):
-    lumen, _, _ = parent(tmp_path, block(("persona.spawn", {"name": "Mira", "mode": "clone"}), text="A child."),
-                         "The beam turns.", chroma_url=chroma_url)
+    lumen, _, _ = parent(
+        tmp_path,
+        block(("persona.spawn", {"name": "Mira", "mode": "clone"}), text="A child."),
+        "The beam turns.",
+        chroma_url=chroma_url,
+    )
     lumen.services.memory.sync(flush=True)
     other = make_agent(tmp_path / "other", FakeLLM("fake"), chroma_url=chroma_url)
     with other.services.db.unit() as repos:
@@ -62,8 +66,9 @@ def test_two_personas_on_one_server_keep_their_vectors_apart_and_a_consented_clo
     child_data = tmp_path / "data-mira"
     child_database = vector_database(child_data)
     assert child_database and child_database != parent_database  # never the parent's
-    child = make_agent(child_data, FakeLLM("fake"), persona_dir=str(tmp_path / "personas" / "mira"),
-                       chroma_url=chroma_url)
+    child = make_agent(
+        child_data, FakeLLM("fake"), persona_dir=str(tmp_path / "personas" / "mira"), chroma_url=chroma_url
+    )
     assert child.services.memory.chroma_database == child_database
     assert child.services.memory.collection.count() >= parent_vectors - 2  # copied (the spawning tick's own may follow)
     assert any("storm of March" in t for t in texts(child, "storm broke the windows"))
@@ -76,16 +81,21 @@ def test_run_py_spawn_clone_copies_the_vectors_into_the_child_s_own_server_datab
 
     lumen, _, data = parent(tmp_path)
     lumen.services.db.close()
-    said = CliRunner().invoke(app, ["spawn", "Nova", "--mode", "clone", "--data-dir", str(data),
-                                    "--chroma-url", chroma_url, "--json"])
+    said = CliRunner().invoke(
+        app, ["spawn", "Nova", "--mode", "clone", "--data-dir", str(data), "--chroma-url", chroma_url, "--json"]
+    )
     assert said.exit_code == 0, said.output
-    report = json.loads(said.output[said.output.index("{"):])
+    report = json.loads(said.output[said.output.index("{") :])
     assert report["vectors"] > 0
     parent_database, child_database = vector_database(data), vector_database(tmp_path / "data-nova")
     assert parent_database and child_database and parent_database != child_database
     child_db = Database.open(tmp_path / "data-nova")
-    settings = open_settings(child_db, Overrides.of(data_dir=str(tmp_path / "data-nova"), chroma_url=chroma_url,
-                                                    persona_dir=str(tmp_path / "personas" / "nova")))
+    settings = open_settings(
+        child_db,
+        Overrides.of(
+            data_dir=str(tmp_path / "data-nova"), chroma_url=chroma_url, persona_dir=str(tmp_path / "personas" / "nova")
+        ),
+    )
     index = open_memory_index(child_db, settings)  # the embedder `run.py` uses, as the spawn did
     try:
         assert index.chroma_database == child_database and index.collection.count() == report["vectors"]

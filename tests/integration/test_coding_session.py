@@ -21,8 +21,15 @@ CHRONICLE = "<chronicle of the coding session>"
 
 
 def coder(workdir: Path) -> dict:
-    return {"coder": {"transport": "stdio", "command": sys.executable, "args": [str(SERVER), "--workdir", str(workdir)],
-                      "allow": ["write_file", "run_python"], "timeout_s": 60}}
+    return {
+        "coder": {
+            "transport": "stdio",
+            "command": sys.executable,
+            "args": [str(SERVER), "--workdir", str(workdir)],
+            "allow": ["write_file", "run_python"],
+            "timeout_s": 60,
+        }
+    }
 
 
 def scripted(prompt: str) -> str:
@@ -36,8 +43,9 @@ def scripted(prompt: str) -> str:
 def test_a_coding_session_builds_a_working_tool_with_a_real_mcp_agent_and_chronicles_it(agent_factory, tmp_path):
     workdir = tmp_path / "agent-work"
     fake = FakeLLM("fake", responses=scripted)
-    agent = agent_factory(fake, playbook="coding_session", consent={"auto_approve": ["mcp.call"]},
-                          mcp={"servers": coder(workdir)})
+    agent = agent_factory(
+        fake, playbook="coding_session", consent={"auto_approve": ["mcp.call"]}, mcp={"servers": coder(workdir)}
+    )
     agent.tick(inputs={"goal": GOAL, "sample_input": "the tide comes in", "expect": "words: 4"})
     out = agent.outputs()
     assert out["status"] == "done" and json.loads(out["run"]["result"])["stdout"] == "words: 4\n"
@@ -66,8 +74,9 @@ def test_a_coding_session_builds_a_working_tool_with_a_real_mcp_agent_and_chroni
 
 def test_without_consent_the_session_reaches_no_agent(agent_factory, tmp_path):
     workdir = tmp_path / "agent-work"
-    agent = agent_factory(FakeLLM("fake", responses=scripted), playbook="coding_session",
-                          mcp={"servers": coder(workdir)})
+    agent = agent_factory(
+        FakeLLM("fake", responses=scripted), playbook="coding_session", mcp={"servers": coder(workdir)}
+    )
     agent.tick(inputs={"goal": GOAL, "sample_input": "a b", "expect": "words: 2"})
     out = agent.outputs()
     assert out["status"] == "waiting for approval" and out["run"]["status"] == "pending_approval"

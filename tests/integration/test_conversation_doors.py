@@ -15,6 +15,7 @@ import pytest
 from channels.runner import ChannelRunner
 from tests.conftest import make_agent
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import managers_over
 from tests.integration import mail_servers, telegram_bot_api
 from tests.integration.matrix_human import MatrixHuman
 from tests.integration.matrix_sender import matrix_settings
@@ -23,7 +24,6 @@ from tests.integration.test_email_channel import ANIMA, ANN, ann_sends
 from tests.integration.test_telegram_channel import ANN as TG_ANN
 from tests.integration.test_telegram_channel import TOKEN, control
 from tests.unit.test_conversation import search
-from tests.fakes.managers import managers_over
 
 pytestmark = pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
 ANIMA_PASSWORD = "anima-conv-pw"
@@ -42,13 +42,13 @@ def test_a_mail_is_found_by_memory_search_with_its_author(tmp_path: Path, monkey
         entry = email_entry(servers)
         agent = make_agent(tmp_path, FakeLLM("fake"))
         with agent.services.db.unit() as repos:
-            from managers import Managers
-
             people = managers_over(repos).people
             people.add_identity(people.owner().id, "email", ANN)
         ann_sends(servers, "<conv-root@example.org>", "Lanterns", "The paper lanterns float on the river tonight.")
-        run_until(ChannelRunner(agent.services.db, settings_with(entry)),
-                  lambda: any("lanterns" in n.text for n in notes_of(agent)))
+        run_until(
+            ChannelRunner(agent.services.db, settings_with(entry)),
+            lambda: any("lanterns" in n.text for n in notes_of(agent)),
+        )
         [note] = [n for n in notes_of(agent) if "lanterns" in n.text]
         assert (note.door, note.source) == ("email", "channel")
         found = search(agent, "paper lanterns river")
@@ -57,21 +57,26 @@ def test_a_mail_is_found_by_memory_search_with_its_author(tmp_path: Path, monkey
 
 
 def test_a_telegram_message_is_found_by_memory_search_with_its_author(tmp_path: Path, monkeypatch) -> None:
-    from managers import Managers
     from persona.settings import ChannelEntry
 
     with telegram_bot_api.serving(TOKEN) as bot_api:
         monkeypatch.setenv("MAILTG_TEST_TELEGRAM_TOKEN", TOKEN)
-        entry = ChannelEntry(kind="telegram", name="telegram", options={"api_url": bot_api, "timeout_s": "10"},
-                             secret_env={"token": "MAILTG_TEST_TELEGRAM_TOKEN"})
+        entry = ChannelEntry(
+            kind="telegram",
+            name="telegram",
+            options={"api_url": bot_api, "timeout_s": "10"},
+            secret_env={"token": "MAILTG_TEST_TELEGRAM_TOKEN"},
+        )
         agent = make_agent(tmp_path, FakeLLM("fake"))
         with agent.services.db.unit() as repos:
             people = managers_over(repos).people
             tom = people.add("Tom", role="trusted")
             people.add_identity(tom.id, "telegram", str(TG_ANN["id"]))
         control(bot_api, "message", {"chat_id": TG_ANN["id"], "user": TG_ANN, "text": "The cobalt kite is stuck."})
-        run_until(ChannelRunner(agent.services.db, settings_with(entry)),
-                  lambda: any("cobalt" in n.text for n in notes_of(agent)))
+        run_until(
+            ChannelRunner(agent.services.db, settings_with(entry)),
+            lambda: any("cobalt" in n.text for n in notes_of(agent)),
+        )
         found = search(agent, "cobalt kite")
         assert "Tom: The cobalt kite is stuck." in found, found
         agent.services.db.close()
@@ -110,20 +115,27 @@ def test_an_mcp_clients_note_is_found_by_memory_search(served) -> None:
 
 @pytest.fixture(scope="module")
 def accounts(synapse) -> dict[str, str]:
-    return {"anima": synapse.register("anima-c", ANIMA_PASSWORD), "ada": synapse.register("ada-c", "ada-pw"),
-            "eve": synapse.register("eve-c", "eve-pw")}
+    return {
+        "anima": synapse.register("anima-c", ANIMA_PASSWORD),
+        "ada": synapse.register("ada-c", "ada-pw"),
+        "eve": synapse.register("eve-c", "eve-pw"),
+    }
 
 
 def test_on_matrix_a_message_is_remembered_and_the_answer_to_the_owner_avoids_a_shared_room(
-        synapse, accounts, tmp_path: Path, monkeypatch) -> None:
-    from managers import Managers
+    synapse, accounts, tmp_path: Path, monkeypatch
+) -> None:
 
     monkeypatch.setenv("MATRIX_TEST_PASSWORD", ANIMA_PASSWORD)
-    answer = ("I answer my owner.\n# Commands:\n" + json.dumps(
-        [{"type": "messages.send", "args": {"text": "Private: the spare key is under the blue pot."}}])
-        + "\n# End commands")
-    agent = make_agent(tmp_path, FakeLLM("fake", responses=lambda p: answer if "[note " in p else "A thought."),
-                       )
+    answer = (
+        "I answer my owner.\n# Commands:\n"
+        + json.dumps([{"type": "messages.send", "args": {"text": "Private: the spare key is under the blue pot."}}])
+        + "\n# End commands"
+    )
+    agent = make_agent(
+        tmp_path,
+        FakeLLM("fake", responses=lambda p: answer if "[note " in p else "A thought."),
+    )
     with agent.services.db.unit() as repos:
         people = managers_over(repos).people
         people.add_identity(people.owner().id, "matrix", accounts["ada"])
@@ -131,6 +143,7 @@ def test_on_matrix_a_message_is_remembered_and_the_answer_to_the_owner_avoids_a_
         people.add_identity(eve.id, "matrix", accounts["eve"])
     runner = ChannelRunner(agent.services.db, matrix_settings(synapse.url, accounts["anima"])).start()
     try:
+
         async def a_shared_room() -> str:
             async with MatrixHuman(synapse.url, accounts["ada"], "ada-pw") as ada:
                 room = await ada.room_with(accounts["anima"], accounts["eve"])
@@ -191,4 +204,3 @@ def run_deadline(check: Any, what: str, limit_s: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {limit_s:.0f} s")
         time.sleep(0.2)
-

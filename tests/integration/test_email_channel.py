@@ -1,7 +1,8 @@
 """The e-mail channel against a real Dovecot (IMAP, IDLE) and a real SMTP server delivering into it over LMTP
 (tests/integration/mail_servers.py): a mail in the inbox arrives as an Incoming with its thread, the reply sent over
 SMTP lands in the sender's mailbox threaded to it, a rewound cursor gives the same ids, already_sent finds a sent
-Message-ID. Ann's mails are DKIM-signed for example.org and the SMTP server stamps its verdict, as real ones do. One pair of servers for the module; every wait is bounded."""
+Message-ID. Ann's mails are DKIM-signed for example.org and the SMTP server stamps its verdict, as real ones do. One
+pair of servers for the module; every wait is bounded."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from channels.base import Batch, ChannelDown, Outgoing
 from channels.email import EmailChannel, parse_options
 from tests.integration import mail_servers
 
-pytestmark = [pytest.mark.skipif(mail_servers.missing() is not None, reason=str(mail_servers.missing())),
-              pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")]
+pytestmark = [
+    pytest.mark.skipif(mail_servers.missing() is not None, reason=str(mail_servers.missing())),
+    pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS"),
+]
 
 ANIMA, ANN = "anima@example.org", "ann@example.org"
 
@@ -33,16 +36,32 @@ def servers() -> Iterator[mail_servers.MailServers]:
 
 
 def channel_for(servers: mail_servers.MailServers, **extra: str) -> EmailChannel:
-    options = {"address": ANIMA, "display_name": "Anima", "imap_host": "127.0.0.1",
-               "imap_port": str(servers.imap_port), "imap_tls": "none", "smtp_port": str(servers.smtp_port),
-               "smtp_tls": "none", "poll_s": "0.2", "timeout_s": "20",
-               "trusted_authserv_id": mail_servers.AUTHSERV_ID, **extra}
+    options = {
+        "address": ANIMA,
+        "display_name": "Anima",
+        "imap_host": "127.0.0.1",
+        "imap_port": str(servers.imap_port),
+        "imap_tls": "none",
+        "smtp_port": str(servers.smtp_port),
+        "smtp_tls": "none",
+        "poll_s": "0.2",
+        "timeout_s": "20",
+        "trusted_authserv_id": mail_servers.AUTHSERV_ID,
+        **extra,
+    }
     password = mail_servers.USERS[ANIMA]
     return EmailChannel("email", parse_options("email", options), lambda: password)
 
 
-def ann_sends(servers: mail_servers.MailServers, message_id: str, subject: str, text: str, *,
-              references: str = "", attach: bool = False) -> None:
+def ann_sends(
+    servers: mail_servers.MailServers,
+    message_id: str,
+    subject: str,
+    text: str,
+    *,
+    references: str = "",
+    attach: bool = False,
+) -> None:
     mail = EmailMessage()
     mail["From"], mail["To"], mail["Subject"], mail["Message-ID"] = f"Ann <{ANN}>", ANIMA, subject, message_id
     if references:
@@ -84,13 +103,24 @@ def test_a_mail_arrives_threaded_and_the_reply_lands_threaded_in_the_senders_mai
             # a second mail from Ann, in the same thread, arrives while the channel waits (IDLE)
             waiting = asyncio.create_task(channel.fetch(first.cursor, wait_s=20))
             await asyncio.sleep(0.3)
-            await asyncio.to_thread(ann_sends, servers, "<ann-2@example.org>", "Re: Tea tomorrow?", "Or at five?",
-                                    references="<root-1@example.org>")
+            await asyncio.to_thread(
+                ann_sends,
+                servers,
+                "<ann-2@example.org>",
+                "Re: Tea tomorrow?",
+                "Or at five?",
+                references="<root-1@example.org>",
+            )
             second = await waiting
             answered = first.messages[0]
-            reply = Outgoing(idempotency_key="outbox-1", recipient=answered.sender, text="Five suits me.",
-                             conversation=answered.conversation, reply_to=answered.platform_id,
-                             extra={"subject": answered.extra["subject"]})
+            reply = Outgoing(
+                idempotency_key="outbox-1",
+                recipient=answered.sender,
+                text="Five suits me.",
+                conversation=answered.conversation,
+                reply_to=answered.platform_id,
+                extra={"subject": answered.extra["subject"]},
+            )
             before = await channel.already_sent(reply)
             sent_id = await channel.send(reply)
             await channel.settle(reply, sent_id)  # as the runner does once the outbox has recorded the send
@@ -109,7 +139,10 @@ def test_a_mail_arrives_threaded_and_the_reply_lands_threaded_in_the_senders_mai
     assert (mail.platform_id, mail.sender, mail.sender_name) == ("<root-1@example.org>", ANN, "Ann")
     assert mail.conversation == "<root-1@example.org>" and mail.reply_to is None
     assert mail.text == "Shall we have tea tomorrow?" and mail.extra["subject"] == "Tea tomorrow?"
-    assert [(a.kind, a.name, a.size) for a in mail.attachments] == [("text", "notes.md", 24), ("audio", "voice.ogg", 304)]
+    assert [(a.kind, a.name, a.size) for a in mail.attachments] == [
+        ("text", "notes.md", 24),
+        ("audio", "voice.ogg", 304),
+    ]
     assert mail.attachments[0].data == b"# notes\nremember the tea"
     assert downloaded == b"OggS" + b"\0" * 300
 
@@ -135,6 +168,7 @@ def test_a_resend_after_a_crash_is_recognised_where_the_sent_folder_can_tell(ser
     submitted mail in Sent before its 250 (`append_sent: false`) lets the restart recognise it; where the channel
     appends the copy itself, after recording, the copy is not there yet: `already_sent` cannot tell, and the channel
     says so (`can_tell_sent`), so the runner marks the resend a possible duplicate (docs/channels.md)."""
+
     async def scenario(**options: str) -> tuple[str, str | None, str | None, str, bool]:
         channel = channel_for(servers, **options)
         key = f"outbox-crash-{len(options)}"
@@ -163,9 +197,17 @@ def test_an_unreachable_server_is_channel_down(servers):
 
 
 def test_a_wrong_password_is_channel_down_not_a_crash(servers, tmp_path: Path):
-    options = parse_options("email", {"address": ANIMA, "imap_host": "127.0.0.1", "imap_tls": "none",
-                                      "imap_port": str(servers.imap_port), "smtp_tls": "none",
-                                      "require_authentication": "false"})
+    options = parse_options(
+        "email",
+        {
+            "address": ANIMA,
+            "imap_host": "127.0.0.1",
+            "imap_tls": "none",
+            "imap_port": str(servers.imap_port),
+            "smtp_tls": "none",
+            "require_authentication": "false",
+        },
+    )
     channel = EmailChannel("email", options, lambda: "wrong")
     with pytest.raises(ChannelDown):
         run(channel.fetch(None, wait_s=0))
@@ -178,8 +220,15 @@ def test_an_answer_with_only_the_conversation_finds_the_threads_subject_and_refe
 
     async def scenario() -> str:
         channel = channel_for(servers)
-        return await channel.send(Outgoing(idempotency_key="outbox-books", recipient=ANN, text="A film.",
-                                           conversation="<root-3@example.org>", reply_to="<ann-4@example.org>"))
+        return await channel.send(
+            Outgoing(
+                idempotency_key="outbox-books",
+                recipient=ANN,
+                text="A film.",
+                conversation="<root-3@example.org>",
+                reply_to="<ann-4@example.org>",
+            )
+        )
 
     sent_id = run(scenario())
     [landed] = [m for m in ann_mailbox(servers) if m["Message-ID"] == sent_id]
@@ -209,10 +258,18 @@ def test_without_idle_a_poll_finds_the_mail_that_arrives_while_waiting(servers):
 def test_over_tls_and_starttls_with_the_servers_certificate(servers):
     """The default modes: IMAP over implicit TLS (and STARTTLS), SMTP with STARTTLS, verified against a CA file."""
     ann_sends(servers, "<tls-1@example.org>", "Secure?", "Over TLS")
-    tls = {"imap_tls": "tls", "imap_port": str(servers.imaps_port), "smtp_tls": "starttls",
-           "ca_file": str(servers.certificate)}
-    starttls = {"imap_tls": "starttls", "imap_port": str(servers.imap_port), "smtp_tls": "starttls",
-                "ca_file": str(servers.certificate)}
+    tls = {
+        "imap_tls": "tls",
+        "imap_port": str(servers.imaps_port),
+        "smtp_tls": "starttls",
+        "ca_file": str(servers.certificate),
+    }
+    starttls = {
+        "imap_tls": "starttls",
+        "imap_port": str(servers.imap_port),
+        "smtp_tls": "starttls",
+        "ca_file": str(servers.certificate),
+    }
 
     async def scenario() -> tuple[list[str], list[str], str]:
         over_tls, over_starttls = channel_for(servers, **tls), channel_for(servers, **starttls)
@@ -224,8 +281,11 @@ def test_over_tls_and_starttls_with_the_servers_certificate(servers):
                 found.append([m.platform_id for m in batch.messages])
             finally:
                 await channel.close()
-        sent = await over_tls.send(Outgoing(idempotency_key="outbox-tls", recipient=ANN, text="Yes, over TLS.",
-                                            conversation="<tls-1@example.org>"))
+        sent = await over_tls.send(
+            Outgoing(
+                idempotency_key="outbox-tls", recipient=ANN, text="Yes, over TLS.", conversation="<tls-1@example.org>"
+            )
+        )
         return found[0], found[1], sent
 
     over_tls, over_starttls, sent_id = run(scenario())

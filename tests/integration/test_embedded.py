@@ -27,8 +27,9 @@ def test_three_ticks_on_the_embedded_model(tmp_path):
     with agent.services.db.unit() as repos:
         ticks = repos.ticks.recent(10)
         assert [(t.tick, t.status) for t in ticks] == [(1, "ok"), (2, "ok"), (3, "ok")]
-        assert all(t.llm_calls >= 1 and t.completion_tokens > 0 for t in ticks), \
-            [(t.tick, t.llm_calls, t.completion_tokens) for t in ticks]  # an empty draw is drawn again once
+        assert all(t.llm_calls >= 1 and t.completion_tokens > 0 for t in ticks), [
+            (t.tick, t.llm_calls, t.completion_tokens) for t in ticks
+        ]  # an empty draw is drawn again once
         assert ticks[0].llm_calls >= 2  # a note arrived: the voice answers it beside the thought
         messages = repos.messages.recent("main", 10, kinds=("response", "stagnation_record"))
         assert len(messages) == 3 and all(m.llm_id == "embedded" for m in messages)
@@ -52,8 +53,14 @@ def test_three_ticks_on_the_embedded_model(tmp_path):
 
 
 def _run(args, data_dir, **kw):
-    return subprocess.Popen([sys.executable, str(ROOT / "run.py"), *args, "--data-dir", str(data_dir)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "run.py"), *args, "--data-dir", str(data_dir)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kw,
+    )
 
 
 def _ticks(data_dir) -> list[tuple[int, str]]:
@@ -76,8 +83,13 @@ def test_kill_between_ticks_and_resume_loses_nothing_and_ctrl_c_finishes_the_ste
     while time.time() < deadline and not any(s == "ok" for _, s in _ticks(tmp_path)):
         time.sleep(0.5)
     assert any(s == "ok" for _, s in _ticks(tmp_path)), "no tick finished in time"
-    say = subprocess.run([sys.executable, str(ROOT / "run.py"), "say", "--data-dir", str(tmp_path), "remember the number 42"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    say = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "say", "--data-dir", str(tmp_path), "remember the number 42"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert say.returncode == 0 and "posted" in say.stdout
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
@@ -95,9 +107,15 @@ def test_kill_between_ticks_and_resume_loses_nothing_and_ctrl_c_finishes_the_ste
     ticks_after = _ticks(tmp_path)
     assert max(t for t, _ in ticks_after) >= max(t for t, _ in ticks_before) + 1  # the tick count continued
     assert [t for t, _ in ticks_after] == sorted(set(t for t, _ in ticks_after))  # no tick number repeated
-    report = json.loads(subprocess.run([sys.executable, str(ROOT / "run.py"), "inspect", "--json", "--data-dir",
-                                        str(tmp_path), "--limit", "50"], cwd=ROOT, capture_output=True, text=True,
-                                       timeout=60).stdout)
+    report = json.loads(
+        subprocess.run(
+            [sys.executable, str(ROOT / "run.py"), "inspect", "--json", "--data-dir", str(tmp_path), "--limit", "50"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout
+    )
     note = next(n for n in report["notes"]["incoming"] if n["text"] == "remember the number 42")
     assert note["read"]  # the note posted during the run was seen after the restart
     keys = [(c["tick"], c["cmd_id"]) for c in report["commands"]]
@@ -108,8 +126,11 @@ def test_kill_between_ticks_and_resume_loses_nothing_and_ctrl_c_finishes_the_ste
     assert metrics and {m["tick"] for m in metrics} <= {t for t, s in ticks_after if s == "ok"}
     assert all(m["novelty_score"] is not None and m["method"] in ("cheap", "llm", "prose_gate") for m in metrics)
     # rated by the model, or without a call: cheap signals, the lexicon, the thought's own words, carried from a repeat
-    assert all(r["emotion_source"] in ("llm", "signals", "lexicon", "self", "carried")
-               for r in report["responses"] if r["kind"] == "response")
+    assert all(
+        r["emotion_source"] in ("llm", "signals", "lexicon", "self", "carried")
+        for r in report["responses"]
+        if r["kind"] == "response"
+    )
 
 
 def test_epos_continuation_ticks_on_the_embedded_model(tmp_path):
@@ -132,8 +153,13 @@ def test_epos_continuation_ticks_on_the_embedded_model(tmp_path):
 
 
 def test_persona_show_prints_the_layers_with_their_sizes(tmp_path):
-    run = subprocess.run([sys.executable, str(ROOT / "run.py"), "persona", "show", "--layers", "--data-dir", str(tmp_path)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "persona", "show", "--layers", "--data-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     lines = [line for line in run.stdout.splitlines() if line.strip()]
     names = [line.split()[0] for line in lines if not line.startswith(("dropped:", "left out:"))]
@@ -143,8 +169,13 @@ def test_persona_show_prints_the_layers_with_their_sizes(tmp_path):
     assert "tokens of a" in total and int(total.split()[1]) <= int(total.split("of a ")[1].split("-")[0])
     # the default window is small: the guide and the skills take their compact forms; nothing is dropped whole
     assert "dropped: commands: shrunk to a smaller form" in run.stdout and "whole block" not in run.stdout
-    full = subprocess.run([sys.executable, str(ROOT / "run.py"), "persona", "show", "--data-dir", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    full = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "persona", "show", "--data-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "── system ──" in full.stdout and "I am Lumen" in full.stdout
     assert "- journaling: Write a diary entry" in full.stdout  # a skill in a line; skills.read gives it in full
     assert "- goals: goals.add, tasks.add, tasks.update" in full.stdout and "# Ethics" in full.stdout

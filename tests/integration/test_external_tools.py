@@ -11,10 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.fakes.managers import answer
 from nodes.context import utcnow
 from reach.browser import BrowserError, read_page
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import answer
 
 pytestmark = pytest.mark.integration
 
@@ -64,8 +64,11 @@ def test_chromium_runs_the_pages_script_and_the_text_is_bounded(site):
 
 
 def test_the_persona_reads_a_page_after_approval_and_the_next_prompt_fences_it(agent_factory, site):
-    ask = ("I want the tide table.\n# Commands:\n" + json.dumps([{"type": "web.read", "args": {"url": f"{site}/tides"}}])
-           + "\n# End commands")
+    ask = (
+        "I want the tide table.\n# Commands:\n"
+        + json.dumps([{"type": "web.read", "args": {"url": f"{site}/tides"}}])
+        + "\n# End commands"
+    )
     fake = FakeLLM("fake", responses=[ask, "Waiting for my human.", "Read it.", "Thinking about the tide."])
     agent = agent_factory(fake, tools={"page_timeout_s": 30})
     first = agent.tick()
@@ -84,4 +87,5 @@ def test_the_persona_reads_a_page_after_approval_and_the_next_prompt_fences_it(a
     assert "High water" not in re.sub(r'<data id="[^"]+".*?</data id="[^"]+">', "", prompt, flags=re.DOTALL)
     # the tick that read it knows where it came from: a web page, by its address (it gates what the tick may do)
     assert {"origin": "web", "ref": f"{site}/tides"}.items() <= next(
-        s for s in third["untrusted"] if s["origin"] == "web").items()
+        s for s in third["untrusted"] if s["origin"] == "web"
+    ).items()

@@ -1,4 +1,5 @@
-"""The first hour (issue 32). Connecting a model from the browser: Controls → "Add a model" against a real OpenAI-compatible server —
+"""The first hour (issue 32). Connecting a model from the browser: Controls → "Add a model" against a real
+OpenAI-compatible server —
 llama-cpp-python's own server (`python -m llama_cpp.server`, its [server] extras) on the embedded Gemma model,
 started here with an API key it requires. The health check refuses a wrong key and a wrong address; the right one is
 saved, listed, thinks through the registry (the key read from its 0600 secrets file), never appears in the database,
@@ -12,13 +13,13 @@ import shutil
 import sqlite3
 import stat
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
+from tests.fakes.managers import managers_over
 from tests.integration.browser import http_json, screenshot
 from tests.integration.servers import ROOT, free_port, llama_cpp_server, served_web_app
-from tests.fakes.managers import managers_over
 
 pytestmark = pytest.mark.integration
 
@@ -58,11 +59,13 @@ def test_local_servers_are_found_with_their_models():
 
 def test_the_api_refuses_a_server_that_fails_the_check(app, model_server):
     url, _ = model_server
-    status, body = http_json(app[0] + "/api/llms", "POST", {"base_url": url, "model": ALIAS, "api_key": "wrong"},
-                             timeout=CHECK_MS / 1000)
+    status, body = http_json(
+        app[0] + "/api/llms", "POST", {"base_url": url, "model": ALIAS, "api_key": "wrong"}, timeout=CHECK_MS / 1000
+    )
     assert status == 422 and body["field"] == "base_url" and "key was refused" in body["error"]
-    status, body = http_json(app[0] + "/api/llms", "POST",
-                             {"base_url": f"http://127.0.0.1:{free_port()}/v1", "model": ALIAS})
+    status, body = http_json(
+        app[0] + "/api/llms", "POST", {"base_url": f"http://127.0.0.1:{free_port()}/v1", "model": ALIAS}
+    )
     assert status == 422 and "did not answer" in body["error"]
     _, llms = http_json(app[0] + "/api/llms")
     assert [m["id"] for m in llms if m["added"]] == []  # nothing saved
@@ -99,14 +102,13 @@ def test_add_a_model_on_controls_then_think_with_it_then_remove_it(page, app, mo
     assert KEY not in dump and "llm-my-gemma.key" in dump  # only the file's path is kept
 
     from graph.services import open_services
-    from persona.settings import Overrides
     from llm import Sampling
+    from persona.settings import Overrides
 
     services = open_services(Overrides.of(data_dir=str(data_dir), persona_dir=str(data_dir.parent / "persona")))
     try:
         assert "my-gemma" in services.llms.ids
-        answer = services.llms.generate("test", prompt="The sea is", sampling=Sampling(max_tokens=4),
-                                        only="my-gemma")
+        answer = services.llms.generate("test", prompt="The sea is", sampling=Sampling(max_tokens=4), only="my-gemma")
         assert answer.completion_tokens > 0  # the key from the secrets file was accepted
     finally:
         services.db.close()
@@ -121,11 +123,13 @@ def test_add_a_model_on_controls_then_think_with_it_then_remove_it(page, app, mo
 
 def test_the_api_adds_and_deletes_a_model(app, model_server):
     url, _ = model_server
-    status, body = http_json(app[0] + "/api/llms", "POST", {"base_url": url, "model": ALIAS, "api_key": KEY},
-                             timeout=CHECK_MS / 1000)
+    status, body = http_json(
+        app[0] + "/api/llms", "POST", {"base_url": url, "model": ALIAS, "api_key": KEY}, timeout=CHECK_MS / 1000
+    )
     assert status == 201 and body["id"] == ALIAS and body["model"] == ALIAS and KEY not in str(body)
-    status, again = http_json(app[0] + "/api/llms", "POST", {"base_url": url, "model": ALIAS, "api_key": KEY},
-                              timeout=CHECK_MS / 1000)
+    status, again = http_json(
+        app[0] + "/api/llms", "POST", {"base_url": url, "model": ALIAS, "api_key": KEY}, timeout=CHECK_MS / 1000
+    )
     assert status == 409
     status, left = http_json(app[0] + f"/api/llms/{ALIAS}", "DELETE")
     assert status == 200 and ALIAS not in [m["id"] for m in left]
@@ -139,13 +143,12 @@ def test_controls_shows_quiet_hours_and_a_dreaming_persona_with_wake_up(page, ap
     from playwright.sync_api import expect
 
     from memory import Database
-    from managers import Managers
 
     web, data_dir = app
     database = Database.open(str(data_dir), None)
     try:
         with database.unit() as repos:
-            managers_over(repos).loop.record_status("dreaming", now=datetime.now(timezone.utc), thread="main", pid=None)
+            managers_over(repos).loop.record_status("dreaming", now=datetime.now(UTC), thread="main", pid=None)
         page.goto(web + "/controls")
         expect(page.get_by_test_id("quiet-hours")).to_contain_text("00:00-07:00")
         expect(page.get_by_test_id("loop-state")).to_have_text("dreaming")
@@ -172,8 +175,16 @@ def _seed_ticks(data_dir, times, first_tick: int) -> None:
             for number, at in enumerate(times, start=first_tick):
                 row = repos.ticks.start("main", number, "repl")
                 row.started_at = at
-                repos.ticks.finish("main", number, status="ok", summary={}, llm_calls=1, prompt_tokens=500 + number,
-                                   completion_tokens=40, llm_ms=1.0)
+                repos.ticks.finish(
+                    "main",
+                    number,
+                    status="ok",
+                    summary={},
+                    llm_calls=1,
+                    prompt_tokens=500 + number,
+                    completion_tokens=40,
+                    llm_ms=1.0,
+                )
     finally:
         database.close()
 
@@ -193,7 +204,7 @@ def test_charts_read_right_with_one_point_a_few_and_thousands(page, app):
     from datetime import timedelta
 
     web, data_dir = app
-    at = datetime(2026, 11, 25, 10, 0, tzinfo=timezone.utc)
+    at = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
     _seed_ticks(data_dir, [at], 1)
     page.goto(web + "/inner-life")
     domain, labels = _drawn(page, "tokens")

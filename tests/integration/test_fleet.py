@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import timezone
+from datetime import UTC
 
 import pytest
 from sqlalchemy import func, select, text
@@ -13,8 +13,8 @@ from sqlalchemy import func, select, text
 from graph.fleet.personas import Deployment
 from memory.fleet import Fleet, schema_of
 from memory.models import Base, DiaryEntry, ExecutedCommand, Note, Tick
-from tests.integration.fleet_parts import THOUGHT, Workers, anima, schemas_seen, wait_until, write_persona
 from persona.settings import Overrides
+from tests.integration.fleet_parts import THOUGHT, Workers, anima, schemas_seen, wait_until, write_persona
 
 pytestmark = pytest.mark.integration
 NAMES = [f"p{i}" for i in range(6)]
@@ -34,7 +34,9 @@ def _ticks_of(fleet: Fleet) -> dict[str, int]:
 
 def _in_flight(log: str) -> tuple[int, str] | None:
     """The job a worker started and has not ended (its log: procrastinate's start and end lines)."""
-    started = {int(m.group(1)): m.group(2) for m in re.finditer(r"Starting job anima\.tick\[(\d+)\]\(name='(\w+)'", log)}
+    started = {
+        int(m.group(1)): m.group(2) for m in re.finditer(r"Starting job anima\.tick\[(\d+)\]\(name='(\w+)'", log)
+    }
     ended = {int(m) for m in re.findall(r"Job anima\.\w+\[(\d+)\]\([^)]*\) ended", log)}
     waiting = sorted(set(started) - ended)
     return (waiting[-1], started[waiting[-1]]) if waiting else None
@@ -72,11 +74,17 @@ def deployment_run(pg_url, chroma_url, scripted_server, tmp_path_factory):
             for name in NAMES:  # written while the dead worker's job is still `doing`
                 _note(fleet, deployment, name, f"after the kill, to {name}")
                 facts["notes"][name].append(f"after the kill, to {name}")
-            wait_until(lambda: _ticks_of(fleet)[victim[1]] > at_kill[victim[1]], TAKEOVER_LIMIT_S,
-                       f"{victim[1]} (its job {victim[0]} was on the killed worker) ticks again")
+            wait_until(
+                lambda: _ticks_of(fleet)[victim[1]] > at_kill[victim[1]],
+                TAKEOVER_LIMIT_S,
+                f"{victim[1]} (its job {victim[0]} was on the killed worker) ticks again",
+            )
             facts["takeover_s"] = time.monotonic() - killed_at
-            wait_until(lambda: all(t >= at_kill[n] + 2 for n, t in _ticks_of(fleet).items()), 60,
-                       "every persona ticks on the surviving worker")
+            wait_until(
+                lambda: all(t >= at_kill[n] + 2 for n, t in _ticks_of(fleet).items()),
+                60,
+                "every persona ticks on the surviving worker",
+            )
             wait_until(lambda: all(_all_read(fleet, name) for name in NAMES), 60, "every note is read")
             facts["victim"], facts["survivor_log"] = victim, workers.log(1)
             # a knowledge-base upload and a session export, each a job of its persona on the surviving worker
@@ -85,12 +93,24 @@ def deployment_run(pg_url, chroma_url, scripted_server, tmp_path_factory):
             facts["kb_add"] = anima("kb", "add", str(document), "--name", "p2", "--db", pg_url, timeout=180)
             sessions = anima("sessions", "list", "--name", "p1", "--db", pg_url, "--json")
             facts["session"] = __import__("json").loads(sessions.stdout)[0]
-            facts["export"] = anima("sessions", "export", str(facts["session"]["id"]), "--name", "p1", "--db", pg_url,
-                                    "--out", str(base / "exports"), timeout=180)
+            facts["export"] = anima(
+                "sessions",
+                "export",
+                str(facts["session"]["id"]),
+                "--name",
+                "p1",
+                "--db",
+                pg_url,
+                "--out",
+                str(base / "exports"),
+                timeout=180,
+            )
             facts["exports"] = base / "exports"
         facts["rows"] = {name: _rows(fleet, name) for name in NAMES}
         with fleet.engine.connect() as conn:
-            facts["checkpoint_threads"] = {row[0] for row in conn.execute(text("SELECT DISTINCT thread_id FROM checkpoints"))}
+            facts["checkpoint_threads"] = {
+                row[0] for row in conn.execute(text("SELECT DISTINCT thread_id FROM checkpoints"))
+            }
         facts["files"] = sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file())
         yield facts
     finally:
@@ -112,8 +132,9 @@ def _all_read(fleet: Fleet, name: str) -> bool:
     database = fleet.database(name)
     try:
         with database.session() as session:
-            return not session.scalar(select(func.count()).select_from(Note)
-                                      .where(Note.source.in_(["user", "cli"]), Note.read.is_(False)))
+            return not session.scalar(
+                select(func.count()).select_from(Note).where(Note.source.in_(["user", "cli"]), Note.read.is_(False))
+            )
     finally:
         database.close()
 
@@ -122,11 +143,15 @@ def _rows(fleet: Fleet, name: str) -> dict:
     database = fleet.database(name)
     try:
         with database.session() as session:
-            ticks = [(t.tick, t.started_at, t.finished_at, t.status) for t in
-                     session.scalars(select(Tick).where(Tick.thread_id == "main").order_by(Tick.tick)).all()]
+            ticks = [
+                (t.tick, t.started_at, t.finished_at, t.status)
+                for t in session.scalars(select(Tick).where(Tick.thread_id == "main").order_by(Tick.tick)).all()
+            ]
             diary = list(session.scalars(select(DiaryEntry.text)).all())
             commands = [(c.cmd_key, c.status) for c in session.scalars(select(ExecutedCommand)).all()]
-            notes = {n.text: n.read for n in session.scalars(select(Note).where(Note.source.in_(["user", "cli"]))).all()}
+            notes = {
+                n.text: n.read for n in session.scalars(select(Note).where(Note.source.in_(["user", "cli"]))).all()
+            }
         return {"ticks": ticks, "diary": diary, "commands": commands, "notes": notes}
     finally:
         database.close()
@@ -136,7 +161,7 @@ def test_every_persona_advances_and_never_runs_two_ticks_at_once(deployment_run)
     for name, rows in deployment_run["rows"].items():
         finished = [t for t in rows["ticks"] if t[2] is not None]
         assert len(finished) >= 4, (name, rows["ticks"])
-        spans = sorted((start.astimezone(timezone.utc), end.astimezone(timezone.utc)) for _, start, end, _ in finished)
+        spans = sorted((start.astimezone(UTC), end.astimezone(UTC)) for _, start, end, _ in finished)
         for (_, end), (next_start, _) in zip(spans, spans[1:]):
             assert end <= next_start, f"{name}: a tick started at {next_start} before the one before ended at {end}"
 
@@ -144,8 +169,11 @@ def test_every_persona_advances_and_never_runs_two_ticks_at_once(deployment_run)
 def test_a_killed_workers_personas_continue_on_the_other_with_nothing_lost_or_doubled(deployment_run):
     job_id, name = deployment_run["victim"]
     assert deployment_run["takeover_s"] <= TAKEOVER_LIMIT_S
-    recovered = re.search(rf"job {job_id} \(anima\.tick {name}\) of a stopped worker goes back to the queue|"
-                          rf"job {job_id} of a stopped worker closed", deployment_run["survivor_log"])
+    recovered = re.search(
+        rf"job {job_id} \(anima\.tick {name}\) of a stopped worker goes back to the queue|"
+        rf"job {job_id} of a stopped worker closed",
+        deployment_run["survivor_log"],
+    )
     assert recovered, "the surviving worker did not recover the killed worker's job"
     for persona, rows in deployment_run["rows"].items():
         assert rows["notes"] == {text_: True for text_ in deployment_run["notes"][persona]}  # every note, read
@@ -181,8 +209,9 @@ def test_knowledge_base_indexing_and_session_export_are_jobs_of_their_persona(de
 
 def test_checkpoints_of_every_persona_are_in_postgres_and_nothing_durable_on_disk(deployment_run):
     assert {f"{name}/main" for name in NAMES} <= deployment_run["checkpoint_threads"]
-    assert not [f for f in deployment_run["files"] if f.endswith((".sqlite", ".sqlite3", ".db")) or "/chroma/" in f], \
+    assert not [f for f in deployment_run["files"] if f.endswith((".sqlite", ".sqlite3", ".db")) or "/chroma/" in f], (
         deployment_run["files"]
+    )
 
 
 def test_a_worker_refuses_the_embedded_chroma():
@@ -201,7 +230,9 @@ def test_personas_pause_resume_and_remove(pg_url, chroma_url, tmp_path):
         assert deployment.resume("solo").state == "active"
         assert len(deployment.scheduler.pending("solo")) == 1
         listed = anima("personas", "list", "--db", pg_url, "--json")
-        assert any(row["name"] == "solo" and row["state"] == "active" for row in __import__("json").loads(listed.stdout))
+        assert any(
+            row["name"] == "solo" and row["state"] == "active" for row in __import__("json").loads(listed.stdout)
+        )
         removed = anima("personas", "remove", "solo", "--db", pg_url, "--purge", "--chroma-url", chroma_url)
         assert removed.returncode == 0, removed.stderr
         with deployment.fleet.registry() as registry:
@@ -218,8 +249,14 @@ def test_every_table_of_a_persona_is_in_its_own_schema(pg_url):
         for name in ("iso_a", "iso_b"):
             fleet.database(name).close()
         with fleet.engine.connect() as conn:
-            tables = {(row[0], row[1]) for row in conn.execute(text(
-                "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema LIKE 'persona_iso_%'"))}
+            tables = {
+                (row[0], row[1])
+                for row in conn.execute(
+                    text(
+                        "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema LIKE 'persona_iso_%'"  # noqa: E501
+                    )
+                )
+            }
         for table in Base.metadata.tables:
             assert ("persona_iso_a", table) in tables and ("persona_iso_b", table) in tables
     finally:
@@ -255,9 +292,16 @@ def _persona_services(fleet, name, tmp_path, chroma_url, responses):
     from tests.fakes.memory import HashEmbedder
 
     fake = FakeLLM("fake", responses=responses)
-    return open_services(db=fleet.database(name), data_dir=str(tmp_path / name), persona_dir=str(write_persona(
-        tmp_path / f"{name}-persona")), chroma_url=chroma_url, embedded=False, providers={"fake": fake},
-        entries=[{"id": "fake", "provider": "fake", "priority": 1}], embedder=HashEmbedder()), fake
+    return open_services(
+        db=fleet.database(name),
+        data_dir=str(tmp_path / name),
+        persona_dir=str(write_persona(tmp_path / f"{name}-persona")),
+        chroma_url=chroma_url,
+        embedded=False,
+        providers={"fake": fake},
+        entries=[{"id": "fake", "provider": "fake", "priority": 1}],
+        embedder=HashEmbedder(),
+    ), fake
 
 
 def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url, chroma_url, tmp_path):
@@ -270,11 +314,27 @@ def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url,
     from memory.retrieval.index import Query
 
     fleet = Fleet.open(pg_url)
-    a, _ = _persona_services(fleet, "iso_a", tmp_path, chroma_url, [
-        'Noted.\n# Commands:\n[{"type": "diary.add", "args": {"text": "' + SECRET + ' (by command)"}}]\n# End commands'])
-    b, fake_b = _persona_services(fleet, "iso_b", tmp_path, chroma_url, [
-        'Looking.\n# Commands:\n[{"type": "memory.search", "args": {"query": "heron old pier"}},'
-        ' {"type": "diary.list", "args": {}}, {"type": "notes.list", "args": {}}]\n# End commands'])
+    a, _ = _persona_services(
+        fleet,
+        "iso_a",
+        tmp_path,
+        chroma_url,
+        [
+            'Noted.\n# Commands:\n[{"type": "diary.add", "args": {"text": "'
+            + SECRET
+            + ' (by command)"}}]\n# End commands'
+        ],
+    )
+    b, fake_b = _persona_services(
+        fleet,
+        "iso_b",
+        tmp_path,
+        chroma_url,
+        [
+            'Looking.\n# Commands:\n[{"type": "memory.search", "args": {"query": "heron old pier"}},'
+            ' {"type": "diary.list", "args": {}}, {"type": "notes.list", "args": {}}]\n# End commands'
+        ],
+    )
     try:
         build_agent("repl", services=a, checkpointer="memory", checkpoint_prefix="iso_a/").tick()
         with a.db.unit() as repos:
@@ -288,12 +348,15 @@ def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url,
         with schemas_seen(fleet.engine) as seen:
             with b.db.session() as session:
                 repos = Repos(session)
-                for attribute in [n for n, v in vars(Repos).items() if isinstance(v, __import__("functools").cached_property)]:
+                for attribute in [
+                    n for n, v in vars(Repos).items() if isinstance(v, __import__("functools").cached_property)
+                ]:
                     repo = getattr(repos, attribute)
                     for method_name, method in pyinspect.getmembers(repo, pyinspect.ismethod):
                         parameters = list(pyinspect.signature(method).parameters.values())
-                        if method_name.startswith("_") or any(p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-                                                              for p in parameters):
+                        if method_name.startswith("_") or any(
+                            p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters
+                        ):
                             continue
                         try:
                             with session.begin_nested():
@@ -304,10 +367,12 @@ def test_a_persona_cannot_read_or_write_another_personas_rows_or_vectors(pg_url,
                 session.rollback()
         assert len(called) >= 40, called  # list, recent, count, all, … of every repository
         tables = set(Base.metadata.tables)
-        touching = [(s, schemas) for s, schemas in seen if any(f'"{t}"' in s or f" {t} " in s or f" {t}\n" in s
-                                                                for t in tables)]
-        assert len(touching) >= 40 and all(schemas == ["persona_iso_b"] for _, schemas in touching), \
-            [t for t in touching if t[1] != ["persona_iso_b"]][:3]
+        touching = [
+            (s, schemas) for s, schemas in seen if any(f'"{t}"' in s or f" {t} " in s or f" {t}\n" in s for t in tables)
+        ]
+        assert len(touching) >= 40 and all(schemas == ["persona_iso_b"] for _, schemas in touching), [
+            t for t in touching if t[1] != ["persona_iso_b"]
+        ][:3]
         assert not any("persona_" in s for s, _ in seen)  # no statement names a schema: the connection's is its own
         assert not any("SECRET-OF-A" in r for r in results)
 
@@ -386,14 +451,20 @@ def test_units_in_a_shared_session_on_postgres_keep_their_own_transactions(pg_ur
 
     def others_see() -> list[str]:  # another connection: only what was committed
         with fleet.registry() as registry:
-            return list(registry.session.execute(text(
-                "SELECT text FROM persona_kept_units.notes ORDER BY id")).scalars())
+            return list(
+                registry.session.execute(text("SELECT text FROM persona_kept_units.notes ORDER BY id")).scalars()
+            )
 
     def idle_in_transaction() -> int:  # this database's backends waiting inside a transaction
         with fleet.registry(each=True) as registry:
-            return int(registry.session.execute(text(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND state LIKE 'idle in transaction%'")).scalar_one())
+            return int(
+                registry.session.execute(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND state LIKE 'idle in transaction%'"
+                    )
+                ).scalar_one()
+            )
 
     try:
         with db.shared_session():
@@ -441,9 +512,12 @@ def test_a_tick_job_follows_up_its_new_memories_itself(pg_url, chroma_url, scrip
     deployment = Deployment.open(pg_url)
     deployment.add("follow", write_persona(tmp_path / "follow"))
     fleet = deployment.fleet
-    runtime = WorkerRuntime(fleet, Overrides.of(chroma_url=chroma_url, llm_url=scripted_server.url, model="scripted",
-                                                embedded=False), scheduler=deployment.scheduler,
-                            cache_dir=str(tmp_path / "cache"))
+    runtime = WorkerRuntime(
+        fleet,
+        Overrides.of(chroma_url=chroma_url, llm_url=scripted_server.url, model="scripted", embedded=False),
+        scheduler=deployment.scheduler,
+        cache_dir=str(tmp_path / "cache"),
+    )
     try:
         with fleet.fence("follow"):
             assert runtime.tick("follow") is not None
@@ -460,8 +534,10 @@ def test_a_tick_job_follows_up_its_new_memories_itself(pg_url, chroma_url, scrip
             thoughts = [i for i in reads.items.after(0, 20) if i.text.startswith("Thought")]
             entries = [i for i in reads.items.after(0, 20) if i.text.startswith("entry")]
             assert reads.config.follow_up_cursor == reads.items.newest_id()
-        assert [(t.status, (t.meta or {}).get("superseded_by")) for t in thoughts] == \
-            [("superseded", thoughts[1].id), ("active", None)]  # marked by the job's follow-up, chained
+        assert [(t.status, (t.meta or {}).get("superseded_by")) for t in thoughts] == [
+            ("superseded", thoughts[1].id),
+            ("active", None),
+        ]  # marked by the job's follow-up, chained
         assert [e.status for e in entries] == ["active", "active"]  # "entry 2" replaces nothing (no name, no frame)
     finally:
         runtime.close()
@@ -509,15 +585,27 @@ def test_the_web_app_lists_every_persona_and_opens_any_with_its_live_stream(pg_u
         status, page = get("/")  # redirected to the list
         assert status == 200 and 'href="/p/web_a/"' in page and 'href="/p/web_b/"' in page
         status, talk = get("/p/web_b/")
-        assert status == 200 and "Web B" in talk and 'href="/p/web_b/thoughts"' in talk and 'sse-connect="/p/web_b/live/talk"' in talk
-        posted = urllib.request.Request(f"{web.url}/p/web_b/api/notes", data=json.dumps({"text": "hello B"}).encode(),
-                                        headers={"Content-Type": "application/json"}, method="POST")
+        assert (
+            status == 200
+            and "Web B" in talk
+            and 'href="/p/web_b/thoughts"' in talk
+            and 'sse-connect="/p/web_b/live/talk"' in talk
+        )
+        posted = urllib.request.Request(
+            f"{web.url}/p/web_b/api/notes",
+            data=json.dumps({"text": "hello B"}).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
         with urllib.request.urlopen(posted, timeout=20) as response:
             assert response.status == 201
         assert [i["text"] for i in json.loads(get("/p/web_b/api/conversation")[1])["items"]] == ["hello B"]
         assert json.loads(get("/p/web_a/api/conversation")[1])["items"] == []  # B's note is B's alone
-        wait_until(lambda: any(j["priority"] == 10 for j in deployment.scheduler.pending("web_b")), 10,
-                   "the note woke web_b (a wake tick waits for a worker)")
+        wait_until(
+            lambda: any(j["priority"] == 10 for j in deployment.scheduler.pending("web_b")),
+            10,
+            "the note woke web_b (a wake tick waits for a worker)",
+        )
         with urllib.request.urlopen(f"{web.url}/p/web_b/api/events", timeout=20) as stream:  # from now on
             database = deployment.fleet.database("web_b")
             journal = LiveJournal(database, "main")  # what a worker journals (and NOTIFYs) while web_b thinks
@@ -561,8 +649,11 @@ def test_a_fleet_personas_mesh_key_is_sealed_in_its_schema_and_the_same_on_every
         deployment.add("sec_b")
 
         def house_on(machine: str, name: str = "sec_a", secrets_key: str = key):
-            settings = load_settings(overrides=deployment.overrides_for(
-                name, Overrides(secrets_key=secrets_key), cache_dir=str(tmp_path / machine)))
+            settings = load_settings(
+                overrides=deployment.overrides_for(
+                    name, Overrides(secrets_key=secrets_key), cache_dir=str(tmp_path / machine)
+                )
+            )
             database = deployment.fleet.database(name)
             return database, settings
 
@@ -627,18 +718,21 @@ def test_a_deployments_pool_never_prepares_statements_on_the_server(pg_url):
 def test_a_worker_runs_no_tick_for_a_persona_with_nothing_to_think_about(pg_url, chroma_url, scripted_server, tmp_path):
     """A persona alone (`cycle.thinking: eventful`): its first job thinks, the next ones only look — no tick, no model
     call, a quiet line — each deferring the next look by a doubled pause; a human's note makes the next job think."""
-    from graph.fleet.runtime import WorkerRuntime
     from sqlalchemy import select as sql_select
 
+    from graph.fleet.runtime import WorkerRuntime
     from memory.models import ProcessLog
 
     scripted_server.script(default={"do": "stream", "text": THOUGHT})
     deployment = Deployment.open(pg_url)
     deployment.add("quiet", write_persona(tmp_path / "quiet", thinking="eventful"))
     fleet = deployment.fleet
-    runtime = WorkerRuntime(fleet, Overrides.of(chroma_url=chroma_url, llm_url=scripted_server.url, model="scripted",
-                                                embedded=False), scheduler=deployment.scheduler,
-                            cache_dir=str(tmp_path / "cache"))
+    runtime = WorkerRuntime(
+        fleet,
+        Overrides.of(chroma_url=chroma_url, llm_url=scripted_server.url, model="scripted", embedded=False),
+        scheduler=deployment.scheduler,
+        cache_dir=str(tmp_path / "cache"),
+    )
     try:
         with fleet.fence("quiet"):
             runtime.tick("quiet")  # the first after a start thinks

@@ -26,8 +26,11 @@ def block(*items: tuple[str, dict]) -> str:
 
 
 def test_a_megabyte_answer_shows_a_bounded_preview_and_the_tick_finishes(scripted_server, tmp_path):
-    answer = (block(("messages.send", {"text": "m" * 7_000}), ("x" * 100_000, {}))
-              + "and then I ramble " + "on and on " * 100_000)
+    answer = (
+        block(("messages.send", {"text": "m" * 7_000}), ("x" * 100_000, {}))
+        + "and then I ramble "
+        + "on and on " * 100_000
+    )
     scripted_server.script(default={"do": "whole", "text": answer})
     code, out, err = finish(run_cli(scripted_server.url, tmp_path))
     assert code == 0, err[-2000:]
@@ -44,11 +47,15 @@ def test_a_megabyte_answer_shows_a_bounded_preview_and_the_tick_finishes(scripte
         database.close()
 
 
-@pytest.mark.parametrize("poison", [
-    block(("cycle.set", {"responses": 10 ** 30}), ("notes.add", {"text": "ok", "priority": 2 ** 70})),
-    "# Commands:\n" + '[{"type": "notes.add", "args": {"text": "x", "meta": ' + "[" * 900 + "]" * 900 + "}}]\n",
-    "<tool_call>" + '{"name": "notes.add", "arguments": ' * 2_000 + "\n",
-], ids=["integers-past-64-bits", "nested-900-deep", "tool-calls-2000-deep"])
+@pytest.mark.parametrize(
+    "poison",
+    [
+        block(("cycle.set", {"responses": 10**30}), ("notes.add", {"text": "ok", "priority": 2**70})),
+        "# Commands:\n" + '[{"type": "notes.add", "args": {"text": "x", "meta": ' + "[" * 900 + "]" * 900 + "}}]\n",
+        "<tool_call>" + '{"name": "notes.add", "arguments": ' * 2_000 + "\n",
+    ],
+    ids=["integers-past-64-bits", "nested-900-deep", "tool-calls-2000-deep"],
+)
 def test_poison_output_is_refused_and_every_later_run_keeps_thinking(scripted_server, tmp_path, poison):
     scripted_server.script({"do": "whole", "text": "thinking.\n" + poison}, default={"do": "whole", "text": "calm."})
     for run in range(3):  # the run that met it, and two resumes after it
@@ -64,16 +71,23 @@ def test_poison_output_is_refused_and_every_later_run_keeps_thinking(scripted_se
 
 
 def say(data_dir, text: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "run.py", "say", text, "--data-dir", str(data_dir)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return subprocess.Popen(
+        [sys.executable, "run.py", "say", text, "--data-dir", str(data_dir)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
 
 
 SAYS = 20  # `run.py say` processes at once: ten per core of a CI machine, each its own connection to the database
 
 
 def test_kills_at_random_moments_and_many_parallel_says_lose_nothing_and_run_nothing_twice(scripted_server, tmp_path):
-    scripted_server.script(default={"do": "stream", "text": "I answer.\n" + block(("messages.send", {"text": "hello"}))})
+    scripted_server.script(
+        default={"do": "stream", "text": "I answer.\n" + block(("messages.send", {"text": "hello"}))}
+    )
     rng = random.Random(16)
     kills = 0
     for attempt in range(4):

@@ -18,9 +18,24 @@ GUARD_S = 240  # a hang guard, not a timing
 def test_per_key_runs_of_both_engines_lose_nothing_and_never_overlap_a_key():
     pytest.importorskip("pgqueuer", reason="the bench extra (pip install -e '.[bench]')")
     pytest.importorskip("asyncpg", reason="the bench extra (pip install -e '.[bench]')")
-    run = subprocess.run([sys.executable, "bench/job_engines.py", "--scenarios", "per_key", "--keys", "4",
-                          "--per-key", "3", "--job-s", "0.05"], cwd=ROOT, capture_output=True, text=True,
-                         timeout=GUARD_S)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "bench/job_engines.py",
+            "--scenarios",
+            "per_key",
+            "--keys",
+            "4",
+            "--per-key",
+            "3",
+            "--job-s",
+            "0.05",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=GUARD_S,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout)
     assert set(result["engines"]) == {"procrastinate", "pgqueuer"}

@@ -27,9 +27,14 @@ GUARD_S = 120
 
 
 def say(data_dir: Path, text: str) -> None:
-    proc = subprocess.Popen([sys.executable, "run.py", "say", text, "--data-dir", str(data_dir)], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.Popen(
+        [sys.executable, "run.py", "say", text, "--data-dir", str(data_dir)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     code, out, err = finish(proc, guard_s=GUARD_S)
     assert code == 0, err[-2000:]
 
@@ -37,10 +42,27 @@ def say(data_dir: Path, text: str) -> None:
 def run_with_kill_hook(llm_url: str, data_dir: Path, hook: Path) -> subprocess.Popen:
     """run_cli's `run.py`, killed once its tick's answer is kept (tests/integration/kill_after_answer.py)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.kill_after_answer", str(hook), "--llm-url", llm_url, "--model",
-         "scripted", "--no-fallback", "--ticks", "1", "--data-dir", str(data_dir)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"})
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.kill_after_answer",
+            str(hook),
+            "--llm-url",
+            llm_url,
+            "--model",
+            "scripted",
+            "--no-fallback",
+            "--ticks",
+            "1",
+            "--data-dir",
+            str(data_dir),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"},
+    )
 
 
 def wait_for(path: Path, proc: subprocess.Popen) -> None:

@@ -54,23 +54,33 @@ def test_a_streaming_server_streams_token_by_token(server):
     assert gen.text == "one two three" and tokens == ["one", " two", " three"]
 
 
-@pytest.mark.parametrize("step, kind, said", [
-    ({"do": "not_json"}, "malformed", "not JSON"),
-    ({"do": "no_choices"}, "malformed", "no choices"),
-    ({"do": "status", "code": 400}, "bad_request", "HTTP 400"),
-    ({"do": "status", "code": 401}, "auth", "refused the API key"),
-    ({"do": "status", "code": 403}, "auth", "refused the API key"),
-    ({"do": "status", "code": 404}, "not_found", "no model 'scripted'"),
-    ({"do": "status", "code": 429, "retry_after": 30}, "rate_limited", "HTTP 429"),
-    ({"do": "status", "code": 500}, "outage", "HTTP 500"),
-    ({"do": "status", "code": 503}, "outage", "HTTP 503"),
-])
+@pytest.mark.parametrize(
+    "step, kind, said",
+    [
+        ({"do": "not_json"}, "malformed", "not JSON"),
+        ({"do": "no_choices"}, "malformed", "no choices"),
+        ({"do": "status", "code": 400}, "bad_request", "HTTP 400"),
+        ({"do": "status", "code": 401}, "auth", "refused the API key"),
+        ({"do": "status", "code": 403}, "auth", "refused the API key"),
+        ({"do": "status", "code": 404}, "not_found", "no model 'scripted'"),
+        ({"do": "status", "code": 429, "retry_after": 30}, "rate_limited", "HTTP 429"),
+        ({"do": "status", "code": 500}, "outage", "HTTP 500"),
+        ({"do": "status", "code": 503}, "outage", "HTTP 503"),
+    ],
+)
 def test_each_error_class_fails_over_with_its_kind_recorded(server, step, kind, said):
     server.script(default=step)
     calls: list[dict] = []
-    entries = [{"id": "server", "provider": "openai", "model": "scripted", "priority": 10,
-                "config": {"base_url": server.url, "timeout": GUARD_S}},
-               {"id": "backup", "provider": "fake", "priority": 0}]
+    entries = [
+        {
+            "id": "server",
+            "provider": "openai",
+            "model": "scripted",
+            "priority": 10,
+            "config": {"base_url": server.url, "timeout": GUARD_S},
+        },
+        {"id": "backup", "provider": "fake", "priority": 0},
+    ]
     llms = LLMRegistry(entries, recorder=calls.append, providers={"backup": FakeLLM("backup")})
     gen = llms.generate("think", messages=HI)
     assert (gen.llm_id, gen.failed_over_from) == ("backup", ["server"])
@@ -80,8 +90,9 @@ def test_each_error_class_fails_over_with_its_kind_recorded(server, step, kind, 
 
 def test_a_hanging_server_times_out_as_an_outage_after_the_configured_timeout(server):
     server.script(default={"do": "hang"})
-    model = OpenAICompatible.from_entry({"id": "server", "model": "scripted",
-                                         "config": {"base_url": server.url, "timeout": 1}})
+    model = OpenAICompatible.from_entry(
+        {"id": "server", "model": "scripted", "config": {"base_url": server.url, "timeout": 1}}
+    )
     with pytest.raises(LLMUnavailable, match=r"no answer within 1s \(config.timeout\)") as failure:
         model.chat(HI, Sampling())
     assert failure.value.kind == "outage"
@@ -89,8 +100,9 @@ def test_a_hanging_server_times_out_as_an_outage_after_the_configured_timeout(se
 
 def test_timeouts_in_config_must_be_positive_seconds():
     with pytest.raises(ValueError, match=r"config.connect_timeout must be a positive number of seconds, got 'soon'"):
-        OpenAICompatible.from_entry({"id": "x", "config": {"base_url": "http://127.0.0.1:9/v1",
-                                                           "connect_timeout": "soon"}})
+        OpenAICompatible.from_entry(
+            {"id": "x", "config": {"base_url": "http://127.0.0.1:9/v1", "connect_timeout": "soon"}}
+        )
 
 
 def test_a_hanging_call_is_cancelled_at_once_and_the_server_is_not_set_aside(server):
@@ -114,8 +126,9 @@ def test_a_hanging_call_is_cancelled_at_once_and_the_server_is_not_set_aside(ser
 
 def test_ticks_against_a_broken_server_fail_over_or_degrade(server, tmp_path):
     server.script(default={"do": "status", "code": 401})
-    services = open_services(data_dir=str(tmp_path), embedded=False, llm_url=server.url, model="scripted",
-                             embedder=HashEmbedder())
+    services = open_services(
+        data_dir=str(tmp_path), embedded=False, llm_url=server.url, model="scripted", embedder=HashEmbedder()
+    )
     agent = build_agent("repl", services=services, checkpointer="memory")
     state = agent.tick()
     assert state["degraded"] and state["response"] == ""
@@ -170,7 +183,12 @@ def test_the_embedded_model_stops_between_tokens_when_cancelled():
             stop.set()
 
     with pytest.raises(LLMCancelled, match="cancelled after 3 token"):
-        model.complete("The lighthouse keeper", Sampling(max_tokens=200, temperature=0.0), stop=["\n\n\n\n"],
-                       on_token=stop_after_three, cancel=stop)
+        model.complete(
+            "The lighthouse keeper",
+            Sampling(max_tokens=200, temperature=0.0),
+            stop=["\n\n\n\n"],
+            on_token=stop_after_three,
+            cancel=stop,
+        )
     assert len(tokens) == 3
     assert model.complete("The sea is", Sampling(max_tokens=8, temperature=0.0)).completion_tokens > 0  # still usable

@@ -1,6 +1,7 @@
 """Matrix against a real Synapse (one per session, tests/integration/synapse_server.py): the owner writes in a room →
 a note from them; the reply arrives in the room; a stranger's message becomes a contact request and reaches no note
-(so no prompt, no memory), the stranger gets one polite line and the owner is told, in their own room; a runner killed (SIGKILL) between Matrix accepting a message and the outbox recording it
+(so no prompt, no memory), the stranger gets one polite line and the owner is told, in their own room; a runner killed
+(SIGKILL) between Matrix accepting a message and the outbox recording it
 neither loses nor doubles it after resume."""
 
 from __future__ import annotations
@@ -18,18 +19,21 @@ import pytest
 from channels.runner import ChannelRunner
 from managers import ManagerDeps, Managers
 from memory import Database
+from tests.fakes.managers import managers_over
 from tests.integration.matrix_human import MatrixHuman
 from tests.integration.matrix_sender import matrix_settings
 from tests.integration.servers import ROOT
-from tests.fakes.managers import managers_over
 
 ANIMA_PASSWORD = "anima-pw"
 
 
 @pytest.fixture(scope="module")
 def accounts(synapse) -> dict[str, str]:
-    return {"anima": synapse.register("anima", ANIMA_PASSWORD), "ada": synapse.register("ada", "ada-pw"),
-            "eve": synapse.register("eve", "eve-pw")}
+    return {
+        "anima": synapse.register("anima", ANIMA_PASSWORD),
+        "ada": synapse.register("ada", "ada-pw"),
+        "eve": synapse.register("eve", "eve-pw"),
+    }
 
 
 def wait_for(check: Callable[[], object], timeout_s: float = 30, what: str = "") -> object:
@@ -56,6 +60,7 @@ def test_owner_writes_a_note_the_reply_arrives_a_stranger_waits(synapse, account
     db = persona_db(tmp_path / "data", accounts["ada"])
     runner = ChannelRunner(db, settings).start()
     try:
+
         async def owner_writes() -> str:
             async with MatrixHuman(synapse.url, accounts["ada"], "ada-pw") as ada:
                 room = await ada.room_with(accounts["anima"])
@@ -77,7 +82,8 @@ def test_owner_writes_a_note_the_reply_arrives_a_stranger_waits(synapse, account
             identity = repos.people.identity("matrix", accounts["ada"])
             assert identity.conversation == identity.private_conversation == room  # theirs alone: the reply goes there
             queued = Managers(repos, ManagerDeps(settings=settings)).channels.send(
-                owner, "High tide at 11:40, love.", now=owner.created_at)
+                owner, "High tide at 11:40, love.", now=owner.created_at
+            )
             assert queued is not None and queued.conversation == room
 
         async def owner_reads_and_a_stranger_writes() -> dict:
@@ -142,8 +148,13 @@ def test_a_kill_after_sending_neither_loses_nor_doubles(synapse, accounts, tmp_p
         key = row.idempotency_key
     db.close()
 
-    sender = subprocess.run([sys.executable, "-m", "tests.integration.matrix_sender", str(data), synapse.url,
-                             accounts["anima"]], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    sender = subprocess.run(
+        [sys.executable, "-m", "tests.integration.matrix_sender", str(data), synapse.url, accounts["anima"]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert sender.returncode == -signal.SIGKILL, sender.stderr[-2000:]
     db = Database.open(data)
     with db.unit() as repos:
@@ -157,6 +168,7 @@ def test_a_kill_after_sending_neither_loses_nor_doubles(synapse, accounts, tmp_p
 
     runner = ChannelRunner(db, matrix_settings(synapse.url, accounts["anima"])).start()
     try:
+
         def recorded():
             with db.unit() as repos:
                 return repos.channels.by_key(key).state == "sent"
@@ -185,6 +197,7 @@ def test_a_person_who_never_wrote_is_reached_in_a_direct_room(synapse, accounts,
         key = row.idempotency_key
     runner = ChannelRunner(db, matrix_settings(synapse.url, accounts["anima"])).start()
     try:
+
         def sent():
             with db.unit() as repos:
                 return repos.channels.by_key(key).state == "sent"
@@ -206,8 +219,9 @@ def test_a_person_who_never_wrote_is_reached_in_a_direct_room(synapse, accounts,
         db.close()
 
 
-def test_a_stranger_under_the_owners_display_name_is_flagged_as_an_impostor(synapse, accounts, tmp_path,
-                                                                             monkeypatch) -> None:
+def test_a_stranger_under_the_owners_display_name_is_flagged_as_an_impostor(
+    synapse, accounts, tmp_path, monkeypatch
+) -> None:
     """Mallory takes the owner's display name on the homeserver and writes to the persona: a contact request (none
     of it in a note) that the owner sees flagged as an impostor risk — whatever the room makes of the clash."""
     monkeypatch.setenv("MATRIX_TEST_PASSWORD", ANIMA_PASSWORD)
@@ -217,6 +231,7 @@ def test_a_stranger_under_the_owners_display_name_is_flagged_as_an_impostor(syna
         owner_name = managers_over(repos).people.owner().name
     runner = ChannelRunner(db, matrix_settings(synapse.url, accounts["anima"])).start()
     try:
+
         async def poses_as_the_owner() -> None:
             async with MatrixHuman(synapse.url, mallory, "mallory-pw") as human:
                 assert human.client is not None

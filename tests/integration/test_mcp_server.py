@@ -15,10 +15,10 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 
 from graph.loop.driver import run_loop
-from tests.fakes.llm import FakeLLM
-from tests.conftest import make_agent
-from tests.integration.servers import free_port
 from persona.settings import Overrides
+from tests.conftest import make_agent
+from tests.fakes.llm import FakeLLM
+from tests.integration.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 90
@@ -52,9 +52,18 @@ async def exercise(session: ClientSession) -> dict:
     sessions = await session.read_resource("anima://sessions")
     first = json.loads(sessions.contents[0].text)[0]["id"]
     transcript = await session.read_resource(f"anima://sessions/{first}")
-    return {"transcript": transcript.contents[0].text,"tools": tools, "posted": posted.structuredContent, "goals": goals.structuredContent,
-            "tasks": tasks.structuredContent, "found": found.structuredContent, "bad": bad,
-            "templates": templates, "identity": identity.contents[0].text, "sessions": json.loads(sessions.contents[0].text)}
+    return {
+        "transcript": transcript.contents[0].text,
+        "tools": tools,
+        "posted": posted.structuredContent,
+        "goals": goals.structuredContent,
+        "tasks": tasks.structuredContent,
+        "found": found.structuredContent,
+        "bad": bad,
+        "templates": templates,
+        "identity": identity.contents[0].text,
+        "sessions": json.loads(sessions.contents[0].text),
+    }
 
 
 def check(result: dict, agent) -> None:
@@ -62,7 +71,12 @@ def check(result: dict, agent) -> None:
     note_id = result["posted"]["note_id"]
     with agent.services.db.unit() as repos:
         note = repos.notes.get(note_id)
-        assert (note.text, note.source, note.priority, note.tags) == ("Which wind is the coldest?", "user", 2, ["via:mcp"])
+        assert (note.text, note.source, note.priority, note.tags) == (
+            "Which wind is the coldest?",
+            "user",
+            2,
+            ["via:mcp"],
+        )
     assert [g["title"] for g in result["goals"]["result"]] == ["Learn the names of the winds"]
     assert [(t["title"], t["priority"]) for t in result["tasks"]["result"]] == [("Read about the mistral", 3)]
     assert any("mistral" in h["text"] for h in result["found"]["hits"])
@@ -75,10 +89,13 @@ def check(result: dict, agent) -> None:
 
 
 def test_run_py_mcp_over_stdio_with_a_real_client_session(tmp_path):
-    fake = FakeLLM("fake", responses=["The sea is calm.", block(("messages.send", {"text": "The north wind, the bora."}))])
+    fake = FakeLLM(
+        "fake", responses=["The sea is calm.", block(("messages.send", {"text": "The north wind, the bora."}))]
+    )
     agent = seeded(tmp_path, fake)
-    params = StdioServerParameters(command=sys.executable, args=[str(ROOT / "run.py"), "mcp", "--data-dir", str(tmp_path)],
-                                   cwd=str(ROOT))
+    params = StdioServerParameters(
+        command=sys.executable, args=[str(ROOT / "run.py"), "mcp", "--data-dir", str(tmp_path)], cwd=str(ROOT)
+    )
 
     async def go():
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -107,7 +124,10 @@ def test_the_web_app_serves_mcp_at_slash_mcp_behind_its_token(tmp_path, monkeypa
     url = f"{web.url}/mcp"
 
     async def go(headers):
-        async with streamablehttp_client(url, headers=headers) as (read, write, _), ClientSession(read, write) as session:
+        async with (
+            streamablehttp_client(url, headers=headers) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
             return await exercise(session)
 
     try:

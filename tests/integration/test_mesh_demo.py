@@ -49,8 +49,15 @@ class Printed:
 @contextmanager
 def mesh_command(cwd: Path, *args: str) -> Iterator[Printed]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON)}
-    process = subprocess.Popen([sys.executable, "-m", "mesh", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True, bufsize=1)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mesh", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        bufsize=1,
+    )
     try:
         yield Printed(process)
     finally:
@@ -62,8 +69,9 @@ def mesh_command(cwd: Path, *args: str) -> Iterator[Printed]:
             process.wait(timeout=5)
 
 
-def test_the_readme_two_commands_show_two_personas_meeting_and_the_mesh_page_shows_it_live(tmp_path: Path,
-                                                                                             page) -> None:
+def test_the_readme_two_commands_show_two_personas_meeting_and_the_mesh_page_shows_it_live(
+    tmp_path: Path, page
+) -> None:
     libp2p_venv()
     with mesh_command(tmp_path, "--data-dir", "data/a") as a:
         first = a.first()
@@ -75,10 +83,10 @@ def test_the_readme_two_commands_show_two_personas_meeting_and_the_mesh_page_sho
                 did_b = b.first()["did"]
                 # a line each side: whom it met, what it received, verified
                 assert wait_for(lambda: a.said("met", did_b) and b.said("met", did_a), WAIT), (a.lines, b.lines)
-                assert wait_for(lambda: a.said("received a signed hello", did_b, "signature verified",
-                                               "it listens to: tides"), WAIT), a.lines
-                assert wait_for(lambda: b.said("received a signed hello", did_a, "signature verified"), WAIT), \
-                    b.lines
+                assert wait_for(
+                    lambda: a.said("received a signed hello", did_b, "signature verified", "it listens to: tides"), WAIT
+                ), a.lines
+                assert wait_for(lambda: b.said("received a signed hello", did_a, "signature verified"), WAIT), b.lines
                 assert b.said("sent a signed hello") and a.said("sent a signed hello")
                 # the Mesh page of a, open since before b started, shows the same, live (no reload)
                 events = page.get_by_test_id("mesh-event")

@@ -21,8 +21,13 @@ WAIT = 30.0
 
 
 def node(bootstrap: list[str], **options: bool) -> Libp2pTransport:
-    transport = Libp2pTransport(str(libp2p_venv()), listen="/ip4/127.0.0.1/tcp/0", bootstrap=bootstrap,
-                                interests=["gossip-trust-test"], **options)
+    transport = Libp2pTransport(
+        str(libp2p_venv()),
+        listen="/ip4/127.0.0.1/tcp/0",
+        bootstrap=bootstrap,
+        interests=["gossip-trust-test"],
+        **options,
+    )
     transport.start()
     return transport
 
@@ -55,8 +60,11 @@ def line() -> Iterator[tuple[Libp2pTransport, Libp2pTransport, Libp2pTransport]]
         a, b, c = started
         for transport in started:
             transport.subscribe(TOPIC)
-        assert wait_for(lambda: a.peer_count() == 2 and b.peers() == [a.peer_id] and c.peers() == [a.peer_id],
-                        WAIT), (a.peers(), b.peers(), c.peers())
+        assert wait_for(lambda: a.peer_count() == 2 and b.peers() == [a.peer_id] and c.peers() == [a.peer_id], WAIT), (
+            a.peers(),
+            b.peers(),
+            c.peers(),
+        )
         c.publish(TOPIC, b"warm-up")  # the meshes form on heartbeats (1 s): wait until a relay goes through
         assert wait_for(lambda: any(d.data == b"warm-up" for d in b.poll(0.2)), WAIT)
         yield a, b, c
@@ -100,8 +108,12 @@ def test_two_nodes_find_each_other_on_the_lan_by_mdns() -> None:
     try:
         second = node([], dht=False, mdns=True)
         try:
-            assert wait_for(lambda: second.peer_id in first.peers() and first.peer_id in second.peers(), WAIT), \
-                (first.peers(), second.peers(), first.errors, second.errors)
+            assert wait_for(lambda: second.peer_id in first.peers() and first.peer_id in second.peers(), WAIT), (
+                first.peers(),
+                second.peers(),
+                first.errors,
+                second.errors,
+            )
         finally:
             second.stop()
     finally:

@@ -58,8 +58,14 @@ class JsPeer:
 
 @contextmanager
 def js_peer(dial: str, to: str, text: str) -> Iterator[JsPeer]:
-    process = subprocess.Popen(["node", "peer.mjs", "--dial", dial, "--to", to, "--text", text], cwd=JS_PEER,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    process = subprocess.Popen(
+        ["node", "peer.mjs", "--dial", dial, "--to", to, "--text", text],
+        cwd=JS_PEER,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
     try:
         yield JsPeer(process)
     finally:
@@ -84,15 +90,16 @@ def test_a_js_libp2p_node_and_a_persona_exchange_signed_containers(tmp_path: Pat
             js_did = js.saw(event="ready")["did"]  # type: ignore[index]
             # the JS node verified the persona's signed have (its key bound to its libp2p peer) and its hello
             assert wait_for(lambda: js.saw(event="have", did=did, verified=True) is not None, WAIT), js.lines
-            assert wait_for(lambda: js.saw(event="container", type="hello", sender=did, verified=True), WAIT), \
-                js.lines
+            assert wait_for(lambda: js.saw(event="container", type="hello", sender=did, verified=True), WAIT), js.lines
             # the persona bound the JS node's DID by its signed have, and kept its signed message as a note
             assert wait_for(lambda: js_did in persona.read().get("dids", []), WAIT), persona.log_tail()
 
             def notes() -> list[tuple[str, list[str]]]:
                 for house in persona.managers():
-                    return [(n.text, list(n.tags or []))
-                            for n in house.repos.session.query(Note).filter(Note.source == "peer").all()]
+                    return [
+                        (n.text, list(n.tags or []))
+                        for n in house.repos.session.query(Note).filter(Note.source == "peer").all()
+                    ]
                 return []
 
             assert wait_for(lambda: any(t == "hello from js-libp2p" for t, _ in notes()), WAIT), persona.log_tail()
@@ -101,8 +108,16 @@ def test_a_js_libp2p_node_and_a_persona_exchange_signed_containers(tmp_path: Pat
             # and the other way: a message the persona writes to the JS node, verified there
             for house in persona.managers():
                 house.mesh.compose("message", {"text": "hello from py-libp2p"}, recipient=js_did)
-            assert wait_for(lambda: js.saw(event="container", type="message", sender=did, verified=True,
-                                           payload={"text": "hello from py-libp2p"}), WAIT), js.lines
+            assert wait_for(
+                lambda: js.saw(
+                    event="container",
+                    type="message",
+                    sender=did,
+                    verified=True,
+                    payload={"text": "hello from py-libp2p"},
+                ),
+                WAIT,
+            ), js.lines
             assert not [e for e in js.events if e.get("event") == "container" and not e.get("verified")]
     finally:
         persona.stop()

@@ -47,8 +47,11 @@ def _met(door: Door, did: str) -> bool:
 
 def _notes(door: Door, tag: str, text: str) -> list[str]:
     for house in door.managers():
-        return [n.text for n in house.repos.session.query(Note).filter(Note.source == "peer").all()
-                if tag in (n.tags or []) and text in n.text]
+        return [
+            n.text
+            for n in house.repos.session.query(Note).filter(Note.source == "peer").all()
+            if tag in (n.tags or []) and text in n.text
+        ]
     return []
 
 
@@ -62,7 +65,7 @@ def _pending(door: Door, kind: str) -> list[str]:
 def _linked(door: Door, name: str, relation: str) -> bool:
     for house in door.managers():
         learned = [c for c in house.repos.concepts.list(limit=100) if c.name.startswith(f"{name} (from ")]
-        return bool(learned) and any(l.relation == relation for l in house.repos.links.list(learned[0].id))
+        return bool(learned) and any(item.relation == relation for item in house.repos.links.list(learned[0].id))
     return False
 
 
@@ -74,8 +77,10 @@ def test_peers_met_cases_links_goals_and_offers_reach_the_mind_between_real_door
 
     for house in a.managers():
         case = house.mesh.open_case("Warn the divers before the storm?", ["yes, at once", "only if asked"])
-        reef, coral = house.repos.concepts.add("reef", "Where the divers go.", tags=["reef"]), \
-            house.repos.concepts.add("coral", "Alive.", tags=["reef"])
+        reef, coral = (
+            house.repos.concepts.add("reef", "Where the divers go.", tags=["reef"]),
+            house.repos.concepts.add("coral", "Alive.", tags=["reef"]),
+        )
         house.repos.links.add(reef.id, coral.id, "made_of")
         assert len(house.mesh.publish("reef", tier="concept")) == 2
         goal = house.exchange.publish_goal(house.goals.add("Keep the reef clean", horizon="long").id)

@@ -34,21 +34,30 @@ WAIT = 45.0
 def libp2p_venv() -> Path:
     """The libp2p venv, built by `make mesh` when missing (idempotent, cached)."""
     if not LIBP2P_PYTHON.exists():
-        subprocess.run(["make", "-C", str(ROOT), "mesh", "PYTHON=python3"], check=True, timeout=900,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["make", "-C", str(ROOT), "mesh", "PYTHON=python3"], check=True, timeout=900, stdout=subprocess.DEVNULL
+        )
     return LIBP2P_PYTHON
 
 
 class Door:
     """One persona's mesh door as a process (`python -m mesh`) over its own data dir."""
 
-    def __init__(self, root: Path, name: str, bootstrap: list[str], topics: list[str], min_trust: float = -0.5,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        bootstrap: list[str],
+        topics: list[str],
+        min_trust: float = -0.5,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.name, self.data, self.state = name, root / name, root / f"{name}.json"
         self.bootstrap, self.topics, self.min_trust, self.env = bootstrap, topics, min_trust, dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
-        self.settings = Settings(data_dir=str(self.data), mesh=MeshSettings(enabled=True, sync_every_s=1.0,
-                                                                            min_trust=min_trust))
+        self.settings = Settings(
+            data_dir=str(self.data), mesh=MeshSettings(enabled=True, sync_every_s=1.0, min_trust=min_trust)
+        )
 
     def start(self) -> None:
         self.state.unlink(missing_ok=True)
@@ -57,9 +66,14 @@ class Door:
             args += ["--bootstrap", address]
         for topic in self.topics:
             args += ["--topic", topic]
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "ANIMA_MESH__SYNC_EVERY_S": "1",
-               "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON), "ANIMA_MESH__MIN_TRUST": str(self.min_trust),
-               **self.env}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "ANIMA_MESH__SYNC_EVERY_S": "1",
+            "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON),
+            "ANIMA_MESH__MIN_TRUST": str(self.min_trust),
+            **self.env,
+        }
         log = (self.data.parent / f"{self.name}.log").open("ab")
         self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=log)
         assert wait_for(self.state.exists, WAIT), f"{self.name} did not start: {self.log_tail()}"
@@ -191,8 +205,13 @@ def test_three_personas_find_each_other_sync_vote_and_survive_a_restart(doors: d
     assert wait_for(lambda: _review_note(c, alone["emergency"]), WAIT), c.log_tail()
     assert wait_for(lambda: _case_rows(a, alone["id"]) >= 1, WAIT)
     assert wait_for(lambda: c.diary_texts("while c was away: neap tide") == 1, WAIT), c.log_tail()
-    assert wait_for(lambda: a.diary_texts("c, alone: the harbour silted up") == 0
-                    and b.diary_texts("c, alone: the harbour silted up") == 1, WAIT)
+    assert wait_for(
+        lambda: (
+            a.diary_texts("c, alone: the harbour silted up") == 0
+            and b.diary_texts("c, alone: the harbour silted up") == 1
+        ),
+        WAIT,
+    )
     # 0 lost, 0 applied twice: every container once in every database, every memory once
     assert wait_for(lambda: _ids(a) == _ids(b) == _ids(c), WAIT), (len(_ids(a)), len(_ids(b)), len(_ids(c)))
     for door in (b, c):
@@ -201,15 +220,18 @@ def test_three_personas_find_each_other_sync_vote_and_survive_a_restart(doors: d
         assert len(_peer_notes(door, "the #tides turn at noon")) == 1  # once, though c's copy came by way of b
     for door in (a, b, c):
         for house in door.managers():
-            assert not any("private musing" in json.dumps(row.body)
-                           for row in house.repos.session.query(MeshContainer).all())
+            assert not any(
+                "private musing" in json.dumps(row.body) for row in house.repos.session.query(MeshContainer).all()
+            )
 
 
 def _peer_notes(door: Door, text: str) -> list[list[str]]:
     """The tags of each note from peers with this text."""
     for house in door.managers():
-        return [list(n.tags or []) for n in house.repos.session.query(Note).filter(Note.source == "peer",
-                                                                                    Note.text == text).all()]
+        return [
+            list(n.tags or [])
+            for n in house.repos.session.query(Note).filter(Note.source == "peer", Note.text == text).all()
+        ]
     return []
 
 
@@ -218,7 +240,8 @@ def _review_note(door: Door, diary_id: int) -> bool:
     for house in door.managers():
         return not house.mesh.isolated() and any(
             f"diary {diary_id}" in n.text and "emergency_consensus" in n.tags
-            for n in house.repos.session.query(Note).filter(Note.source == "system").all())
+            for n in house.repos.session.query(Note).filter(Note.source == "system").all()
+        )
     return False
 
 
@@ -248,13 +271,15 @@ def _ids(door: Door) -> set[str]:
 
 def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(doors: dict[str, Door]) -> None:
     """The attacker's containers are refused by a's door (one of each kind at least) and lower its trust; once its
-    trust is below `mesh.min_trust` (-0.95 for a) a's door shares it with a's gossipsub, which from then on drops what the attacker publishes
+    trust is below `mesh.min_trust` (-0.95 for a) a's door shares it with a's gossipsub, which from then on drops what
+    the attacker publishes
     before the door (neither delivered nor relayed: p2p_sidecar.py)."""
     a = doors["a"]
     mallory = Identity.generate()
     honest = Identity.generate()
-    attacker = Libp2pTransport(str(LIBP2P_PYTHON), listen="/ip4/127.0.0.1/tcp/0", bootstrap=[a.read()["addrs"][0]],
-                               interests=["anima"])
+    attacker = Libp2pTransport(
+        str(LIBP2P_PYTHON), listen="/ip4/127.0.0.1/tcp/0", bootstrap=[a.read()["addrs"][0]], interests=["anima"]
+    )
     attacker.start()
     try:
         attacker.subscribe(SYNC)
@@ -262,8 +287,12 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
         assert wait_for(lambda: attacker.peer_count() > 0, WAIT)
         wait_for(lambda: False, 3.0)  # gossipsub meshes form on heartbeats
         # a `have` claiming the honest peer's DID is not believed (not signed by its key) …
-        attacker.publish(SYNC, json.dumps({"kind": "have", "did": honest.did, "peer": attacker.peer_id, "ts": 0,
-                                           "sig": "00" * 64, "ids": []}).encode())
+        attacker.publish(
+            SYNC,
+            json.dumps(
+                {"kind": "have", "did": honest.did, "peer": attacker.peer_id, "ts": 0, "sig": "00" * 64, "ids": []}
+            ).encode(),
+        )
         # … its own, signed, binds the attacker's libp2p peer to mallory's DID
         attacker.publish(SYNC, json.dumps({"kind": "have", **binding(mallory, attacker.peer_id), "ids": []}).encode())
         original = seal(honest, "message", {"text": "an honest peer's words"})
@@ -285,9 +314,12 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
         assert wait_for(lambda: "an honest peer's words" in heard(), WAIT), a.log_tail()
         sent = {"forged": 0, "replay": 0, "expired": 0, "oversized": 0, "flood": 0}
         # one of each first, each waited for at the door: four penalties leave mallory above a's min_trust (-0.95)
-        firsts = {"forged": encode({**original, "payload": {"text": "words put in its mouth"}}),
-                  "expired": encode(seal(mallory, "message", {"n": -1}, ttl=1, now_ms=1_000_000)),
-                  "oversized": encode(seal(mallory, "message", {"pad": "x" * 70_000})), "replay": encode(original)}
+        firsts = {
+            "forged": encode({**original, "payload": {"text": "words put in its mouth"}}),
+            "expired": encode(seal(mallory, "message", {"n": -1}, ttl=1, now_ms=1_000_000)),
+            "oversized": encode(seal(mallory, "message", {"pad": "x" * 70_000})),
+            "replay": encode(original),
+        }
         for kind, raw in firsts.items():
             attacker.publish(ALL, raw)
             sent[kind] += 1
@@ -308,8 +340,10 @@ def test_forged_replayed_expired_oversized_and_flood_are_refused_and_cost_trust(
 
         # the rest is refused by a's door until mallory's trust is below -0.95, then dropped by a's gossipsub — or
         # stopped before a by b's and c's (they judge mallory too and do not relay it): no sum is exact here
-        assert wait_for(lambda: (mallory.did, "distrusted") in _refusals(a)
-                        or dropped() > 0, 4 * WAIT), (refused(), dropped())
+        assert wait_for(lambda: (mallory.did, "distrusted") in _refusals(a) or dropped() > 0, 4 * WAIT), (
+            refused(),
+            dropped(),
+        )
         for house in a.managers():
             assert house.reputation.trust(mallory.did) < -0.95
             assert house.reputation.trust(honest.did) == 0.0  # framing the honest peer did not work

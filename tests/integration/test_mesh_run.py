@@ -18,10 +18,16 @@ ANNOUNCED = re.compile(r"mesh:\s+(did:key:z\w+) at (/ip4/127\.0\.0\.1/tcp/\d+/p2
 
 def test_run_py_starts_the_mesh_door_beside_the_loop_and_a_peer_joins_it(scripted_server, tmp_path) -> None:
     libp2p_venv()
-    scripted_server.script(*({"do": "whole", "text": thought} for thought in varied_thoughts(400, seed=31)),
-                           default={"do": "whole", "text": "The last scripted thought."}, record=False)
-    env = {"ANIMA_MESH__ENABLED": "true", "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON),
-           "ANIMA_MESH__SYNC_EVERY_S": "1"}
+    scripted_server.script(
+        *({"do": "whole", "text": thought} for thought in varied_thoughts(400, seed=31)),
+        default={"do": "whole", "text": "The last scripted thought."},
+        record=False,
+    )
+    env = {
+        "ANIMA_MESH__ENABLED": "true",
+        "ANIMA_MESH__SIDECAR_PYTHON": str(LIBP2P_PYTHON),
+        "ANIMA_MESH__SYNC_EVERY_S": "1",
+    }
     with web_loop(tmp_path / "ada", llm_url=scripted_server.url, pace_s=1.0, env=env) as loop:
         found: list[tuple[str, str]] = []
 

@@ -6,15 +6,15 @@ records it) shows on Controls without a reload. Every wait is bounded."""
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from tests.integration.browser import screenshot
 from tests.fakes.managers import managers_over
+from tests.integration.browser import screenshot
 
 pytestmark = pytest.mark.integration
-NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,6 @@ def served(tmp_path_factory):
 def test_people_page_add_a_person_and_accept_a_contact_request(page, served):
     from playwright.sync_api import expect
 
-    from managers import Managers
     from managers.channels import Arrival
     from memory import Database
     from persona.settings import ChannelEntry
@@ -50,9 +49,19 @@ def test_people_page_add_a_person_and_accept_a_contact_request(page, served):
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            managers_over(repos).channels.receive(Arrival(channel="matrix", platform_id="$eve1", sender="@eve:example.org",
-                                                     sender_name="Eve", conversation="!r", text="hello, it's Eve",
-                                                     sent_at=NOW), ChannelEntry(kind="matrix", name="matrix"), now=NOW)
+            managers_over(repos).channels.receive(
+                Arrival(
+                    channel="matrix",
+                    platform_id="$eve1",
+                    sender="@eve:example.org",
+                    sender_name="Eve",
+                    conversation="!r",
+                    text="hello, it's Eve",
+                    sent_at=NOW,
+                ),
+                ChannelEntry(kind="matrix", name="matrix"),
+                now=NOW,
+            )
     finally:
         db.close()
     page.reload()
@@ -67,7 +76,8 @@ def test_people_page_add_a_person_and_accept_a_contact_request(page, served):
         with db.unit() as repos:
             eve = repos.people.by_name("Eve")
             assert [(n.text, n.author_id) for n in repos.notes.list() if n.source == "channel"] == [
-                ("hello, it's Eve", eve.id)]
+                ("hello, it's Eve", eve.id)
+            ]
     finally:
         db.close()
 
@@ -75,7 +85,6 @@ def test_people_page_add_a_person_and_accept_a_contact_request(page, served):
 def test_controls_show_a_channels_state_live(page, served):
     from playwright.sync_api import expect
 
-    from managers import Managers
     from memory import Database
 
     url, data_dir = served
@@ -109,19 +118,37 @@ def test_a_guests_document_is_approved_on_the_approvals_page_and_joins_the_knowl
             house = Managers(repos, ManagerDeps(settings=Settings(data_dir=str(data_dir)), clock=lambda: NOW))
             bea = house.people.add("Bea", role="guest")
             house.people.add_identity(bea.id, "matrix", "@bea:example.org")
-            house.channels.receive(Arrival(
-                channel="matrix", platform_id="$doc1", sender="@bea:example.org", sender_name="Bea", conversation="!r",
-                text="the timetable", sent_at=NOW, attachments=({"kind": "text", "name": "harbour.md",
-                                                                 "mime": "text/markdown", "size": len(text),
-                                                                 "ref": "mxc://example.org/h", "data": text},)),
-                ChannelEntry(kind="matrix", name="matrix"), now=NOW)
+            house.channels.receive(
+                Arrival(
+                    channel="matrix",
+                    platform_id="$doc1",
+                    sender="@bea:example.org",
+                    sender_name="Bea",
+                    conversation="!r",
+                    text="the timetable",
+                    sent_at=NOW,
+                    attachments=(
+                        {
+                            "kind": "text",
+                            "name": "harbour.md",
+                            "mime": "text/markdown",
+                            "size": len(text),
+                            "ref": "mxc://example.org/h",
+                            "data": text,
+                        },
+                    ),
+                ),
+                ChannelEntry(kind="matrix", name="matrix"),
+                now=NOW,
+            )
             [waiting] = house.consent.pending()
     finally:
         db.close()
     page.goto(url + "/approvals")
     item = page.locator(f"#approval-{waiting.id}")
     expect(item.get_by_test_id("document-question")).to_have_text(
-        f"Bea sent harbour.md ({len(text)} bytes) — add to the knowledge base?")
+        f"Bea sent harbour.md ({len(text)} bytes) — add to the knowledge base?"
+    )
     item.get_by_role("button", name="Approve").click()
     decided = page.locator(f"#approval-{waiting.id}").get_by_test_id("decision")
     expect(decided).to_contain_text("executed")

@@ -17,14 +17,23 @@ SYSTEM = {"role": "system", "content": "I am Lumen. " * 200}
 def test_cache_prompt_is_sent_when_asked_and_the_cached_tokens_are_read_and_recorded(scripted_server):
     scripted_server.script(default={"do": "stream", "text": "A thought."})
     calls: list[dict] = []
-    entries = [{"id": "cached", "provider": "openai", "model": "scripted", "priority": 10,
-                "config": {"base_url": scripted_server.url, "timeout": GUARD_S, "cache_prompt": True}}]
+    entries = [
+        {
+            "id": "cached",
+            "provider": "openai",
+            "model": "scripted",
+            "priority": 10,
+            "config": {"base_url": scripted_server.url, "timeout": GUARD_S, "cache_prompt": True},
+        }
+    ]
     llms = LLMRegistry(entries, recorder=calls.append)
     first = llms.generate("think", messages=[SYSTEM, {"role": "user", "content": "tick 1"}])
     second = llms.generate("think", messages=[SYSTEM, {"role": "user", "content": "tick 2"}])
     seen = scripted_server.requests()
     assert [r["cache_prompt"] for r in seen] == [True, True]
-    assert first.cached_tokens == 0 and second.cached_tokens == seen[1]["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert (
+        first.cached_tokens == 0 and second.cached_tokens == seen[1]["usage"]["prompt_tokens_details"]["cached_tokens"]
+    )
     assert second.cached_tokens > 0.9 * second.prompt_tokens  # all but the last words came from the cache
     assert [c["cached_tokens"] for c in calls] == [0, second.cached_tokens]
 

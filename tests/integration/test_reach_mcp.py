@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM
 from tests.fakes.managers import answer
-from nodes.context import utcnow
 from tests.integration.servers import free_port, wait_port
 
 SERVER = Path(__file__).with_name("mcp_tools_server.py")
@@ -40,8 +40,14 @@ def rows(agent, name: str = "mcp.call"):
 
 
 def test_a_tool_call_waits_for_approval_runs_once_and_its_answer_is_data(agent_factory):
-    fake = FakeLLM("fake", responses=[block(("mcp.call", {"server": "tools", "tool": "add", "args": {"a": 2, "b": 40}})),
-                                      "Waiting.", "I see the sum."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(("mcp.call", {"server": "tools", "tool": "add", "args": {"a": 2, "b": 40}})),
+            "Waiting.",
+            "I see the sum.",
+        ],
+    )
     agent = agent_factory(fake, mcp={"servers": {"tools": stdio_server(["add", "echo"])}})
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["pending_approval"]
@@ -64,17 +70,26 @@ def test_a_tool_call_waits_for_approval_runs_once_and_its_answer_is_data(agent_f
 
 def test_allow_list_budget_tool_errors_timeouts_and_no_inherited_secrets(agent_factory, monkeypatch):
     monkeypatch.setenv("ANIMA_TEST_SECRET", "hunter2")
-    calls = [("mcp.call", {"server": "tools", "tool": "long_text", "args": {"size": 50000}}),
-             ("mcp.call", {"server": "tools", "tool": "fail", "args": {"reason": "the sea is dry"}}),
-             ("mcp.call", {"server": "tools", "tool": "env_probe"}),
-             ("mcp.call", {"server": "tools", "tool": "add", "args": {"a": 1, "b": 1}}),
-             ("mcp.call", {"server": "slow", "tool": "sleep", "args": {"seconds": 30}}),
-             ("mcp.call", {"server": "nowhere", "tool": "x"})]
+    calls = [
+        ("mcp.call", {"server": "tools", "tool": "long_text", "args": {"size": 50000}}),
+        ("mcp.call", {"server": "tools", "tool": "fail", "args": {"reason": "the sea is dry"}}),
+        ("mcp.call", {"server": "tools", "tool": "env_probe"}),
+        ("mcp.call", {"server": "tools", "tool": "add", "args": {"a": 1, "b": 1}}),
+        ("mcp.call", {"server": "slow", "tool": "sleep", "args": {"seconds": 30}}),
+        ("mcp.call", {"server": "nowhere", "tool": "x"}),
+    ]
     fake = FakeLLM("fake", responses=[block(*calls), "Thinking."])
-    agent = agent_factory(fake, consent={"auto_approve": ["mcp.call"]},
-                          mcp={"output_chars": 500, "servers": {
-                              "tools": stdio_server(["long_*", "fail", "env_probe"]),
-                              "slow": stdio_server(["sleep"], timeout_s=3)}})
+    agent = agent_factory(
+        fake,
+        consent={"auto_approve": ["mcp.call"]},
+        mcp={
+            "output_chars": 500,
+            "servers": {
+                "tools": stdio_server(["long_*", "fail", "env_probe"]),
+                "slow": stdio_server(["sleep"], timeout_s=3),
+            },
+        },
+    )
     state = agent.tick()
     results = {e["cmd_id"]: e for e in state["executed"]}
     assert results["c1"]["status"] == "executed" and len(results["c1"]["result"]) < 600
@@ -85,14 +100,19 @@ def test_allow_list_budget_tool_errors_timeouts_and_no_inherited_secrets(agent_f
     assert results["c5"]["status"] == "failed" and "no answer within 3 s" in results["c5"]["result"]
     assert results["c6"]["status"] == "failed" and "no MCP server 'nowhere'" in results["c6"]["result"]
     statuses = [(r.value.split("(")[0], r.status) for r in rows(agent)]
-    assert statuses == [("tools.long_text", "ok"), ("tools.fail", "error"), ("tools.env_probe", "ok"),
-                        ("slow.sleep", "timeout")]
+    assert statuses == [
+        ("tools.long_text", "ok"),
+        ("tools.fail", "error"),
+        ("tools.env_probe", "ok"),
+        ("slow.sleep", "timeout"),
+    ]
 
 
 def test_listing_tools_is_read_only_until_it_asks_the_server(agent_factory):
     fake = FakeLLM("fake", responses=[block(("mcp.list", {})), block(("mcp.list", {"refresh": True})), "Thinking."])
-    agent = agent_factory(fake, consent={"auto_approve": ["mcp.list"]},
-                          mcp={"servers": {"tools": stdio_server(["add", "echo"])}})
+    agent = agent_factory(
+        fake, consent={"auto_approve": ["mcp.list"]}, mcp={"servers": {"tools": stdio_server(["add", "echo"])}}
+    )
     first = agent.tick()["executed"][0]
     assert first["status"] == "executed" and "tools not listed yet" in first["result"]
     second = agent.tick()["executed"][0]
@@ -104,8 +124,12 @@ def test_listing_tools_is_read_only_until_it_asks_the_server(agent_factory):
 @pytest.fixture(scope="module")
 def http_tools_server():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**os.environ})
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
+    )
     try:
         wait_port(port, 60, proc)
         yield f"http://127.0.0.1:{port}/mcp"
@@ -116,7 +140,10 @@ def http_tools_server():
 
 def test_a_streamable_http_server(agent_factory, http_tools_server):
     fake = FakeLLM("fake", responses=[block(("mcp.call", {"server": "web", "tool": "echo", "args": {"text": "ahoy"}}))])
-    agent = agent_factory(fake, consent={"auto_approve": ["mcp.call"]},
-                          mcp={"servers": {"web": {"transport": "http", "url": http_tools_server, "allow": ["*"]}}})
+    agent = agent_factory(
+        fake,
+        consent={"auto_approve": ["mcp.call"]},
+        mcp={"servers": {"web": {"transport": "http", "url": http_tools_server, "allow": ["*"]}}},
+    )
     [done] = agent.tick()["executed"]
     assert (done["status"], done["result"]) == ("executed", "echo: ahoy")

@@ -7,23 +7,25 @@ do not run, and the model and the human read why."""
 from __future__ import annotations
 
 import json
-
 import socket
 
 import pytest
 
 from graph.loop.driver import run_loop
-from tests.fakes.llm import FakeLLM
-from tests.fakes.managers import answer
 from nodes.context import utcnow
 from reach import sandbox
+from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import answer
 
-needs_jail = pytest.mark.skipif(sandbox.jail_problem() is not None,
-                                reason=f"scripts need a working bubblewrap: {sandbox.jail_problem()}")
+needs_jail = pytest.mark.skipif(
+    sandbox.jail_problem() is not None, reason=f"scripts need a working bubblewrap: {sandbox.jail_problem()}"
+)
 
 SCRIPTS_ON = {"enabled": True, "timeout_s": 20, "output_chars": 600}
-PROBE = ("import os, sys\nprint('cwd', os.getcwd())\nprint('env', ','.join(sorted(os.environ)))\n"
-         "print('args', sys.argv[1:])\nopen('made.txt', 'w').write('x')\n")
+PROBE = (
+    "import os, sys\nprint('cwd', os.getcwd())\nprint('env', ','.join(sorted(os.environ)))\n"
+    "print('args', sys.argv[1:])\nopen('made.txt', 'w').write('x')\n"
+)
 
 
 def block(*commands: tuple[str, dict]) -> str:
@@ -43,10 +45,18 @@ def process_rows(agent, prefix: str = "process:"):
 @needs_jail
 def test_a_script_is_data_until_an_approved_run_in_the_sandbox(agent_factory, tmp_path, monkeypatch):
     monkeypatch.setenv("ANIMA_TEST_SECRET", "hunter2")
-    fake = FakeLLM("fake", responses=[
-        block(("scripts.add", {"name": "probe", "code": PROBE, "description": "looks around"}),
-              ("process.start", {"script": "probe", "args": ["tide", "moon"]})),
-        "Waiting for my human.", "The script ran.", "Done with it."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(
+                ("scripts.add", {"name": "probe", "code": PROBE, "description": "looks around"}),
+                ("process.start", {"script": "probe", "args": ["tide", "moon"]}),
+            ),
+            "Waiting for my human.",
+            "The script ran.",
+            "Done with it.",
+        ],
+    )
     agent = agent_factory(fake, scripts=SCRIPTS_ON)
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["executed", "pending_approval"]
@@ -78,12 +88,17 @@ def test_a_script_is_data_until_an_approved_run_in_the_sandbox(agent_factory, tm
 
 @needs_jail
 def test_time_and_memory_limits_and_the_output_budget(agent_factory):
-    scripts = {"forever": "import time\nwhile True:\n    time.sleep(0.05)\n",
-               "hungry": "block = bytearray(400 * 1024 * 1024)\nprint('got it')\n",
-               "chatty": "for i in range(20000):\n    print('line', i)\n"}
+    scripts = {
+        "forever": "import time\nwhile True:\n    time.sleep(0.05)\n",
+        "hungry": "block = bytearray(400 * 1024 * 1024)\nprint('got it')\n",
+        "chatty": "for i in range(20000):\n    print('line', i)\n",
+    }
     adds = [("scripts.add", {"name": n, "code": c}) for n, c in scripts.items()]
-    starts = [("process.start", {"script": "forever", "timeout_s": 2}),
-              ("process.start", {"script": "hungry", "memory_mb": 128}), ("process.start", {"script": "chatty"})]
+    starts = [
+        ("process.start", {"script": "forever", "timeout_s": 2}),
+        ("process.start", {"script": "hungry", "memory_mb": 128}),
+        ("process.start", {"script": "chatty"}),
+    ]
     fake = FakeLLM("fake", responses=[block(*adds, *starts), "Thinking."])
     agent = agent_factory(fake, scripts={**SCRIPTS_ON, "max_running": 3}, consent={"auto_approve": ["process.start"]})
     agent.tick()
@@ -99,10 +114,18 @@ def test_time_and_memory_limits_and_the_output_budget(agent_factory):
 
 @needs_jail
 def test_stop_mark_cleanup_and_scripts_off(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        block(("scripts.add", {"name": "slow", "code": "import time\ntime.sleep(30)\n"}), ("process.start", {"script": "slow"})),
-        block(("process.stop", {"id": 1})), block(("process.mark", {"id": 1}), ("process.cleanup", {"days": 0})),
-        block(("process.list", {"all": True}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(
+                ("scripts.add", {"name": "slow", "code": "import time\ntime.sleep(30)\n"}),
+                ("process.start", {"script": "slow"}),
+            ),
+            block(("process.stop", {"id": 1})),
+            block(("process.mark", {"id": 1}), ("process.cleanup", {"days": 0})),
+            block(("process.list", {"all": True})),
+        ],
+    )
     agent = agent_factory(fake, scripts=SCRIPTS_ON, consent={"auto_approve": ["process.start"]})
     agent.tick()
     agent.tick()
@@ -123,10 +146,17 @@ def test_stop_mark_cleanup_and_scripts_off(agent_factory):
 
 @needs_jail
 def test_an_idle_loop_wakes_when_its_script_finishes(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        block(("scripts.add", {"name": "nap", "code": "import time\ntime.sleep(1.5)\nprint('rested')\n"}),
-              ("process.start", {"script": "nap"}), ("cycle.idle", {"on": True, "wake_on_note": False})),
-        "Awake again."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(
+                ("scripts.add", {"name": "nap", "code": "import time\ntime.sleep(1.5)\nprint('rested')\n"}),
+                ("process.start", {"script": "nap"}),
+                ("cycle.idle", {"on": True, "wake_on_note": False}),
+            ),
+            "Awake again.",
+        ],
+    )
     agent = agent_factory(fake, scripts=SCRIPTS_ON, consent={"auto_approve": ["process.start"]})
     result = run_loop(agent, ticks=2, idle_poll_s=0.1)
     assert result.ticks_run == 2
@@ -141,9 +171,15 @@ def test_at_start_up_a_recorded_job_starts_and_a_lost_one_is_offline(agent_facto
     with agent.services.db.unit() as repos:
         repos.scripts.save("hello", "python", "print('hello')", "")
         waiting = repos.processes.add("process:hello", "waits", status="pending", thread_id="main", tags=["background"])
-        repos.runs.add(waiting.id, "script", thread_id="main", spec={"script": "hello", "args": [], "timeout_s": 10,
-                                                                     "memory_mb": 256, "output_chars": 500})
-        lost = repos.processes.add("process:hello", "running", status="in_progress", thread_id="main", tags=["background"])
+        repos.runs.add(
+            waiting.id,
+            "script",
+            thread_id="main",
+            spec={"script": "hello", "args": [], "timeout_s": 10, "memory_mb": 256, "output_chars": 500},
+        )
+        lost = repos.processes.add(
+            "process:hello", "running", status="in_progress", thread_id="main", tags=["background"]
+        )
         run = repos.runs.add(lost.id, "script", thread_id="main", spec={})
         repos.runs.started(run.id, pid=None, owner="nohost:999999:0", workdir=None, now=utcnow())
     assert agent.services.background().recover() == {"started": 1, "offline": 0}  # another host: not ours to judge
@@ -156,8 +192,10 @@ def test_at_start_up_a_recorded_job_starts_and_a_lost_one_is_offline(agent_facto
         assert repos.processes.get(lost.id).status == "offline"
 
 
-CONNECT = ("import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).close()\n"
-           "    print('CONNECTED')\nexcept OSError as exc:\n    print('NO CONNECTION', exc)\n")
+CONNECT = (
+    "import socket, sys\ntry:\n    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).close()\n"
+    "    print('CONNECTED')\nexcept OSError as exc:\n    print('NO CONNECTION', exc)\n"
+)
 
 
 @needs_jail
@@ -166,13 +204,21 @@ def test_the_network_is_the_operators_to_give_per_script(agent_factory):
         server.bind(("127.0.0.1", 0))
         server.listen(4)
         port = str(server.getsockname()[1])
-        fake = FakeLLM("fake", responses=[
-            block(("scripts.add", {"name": "fetch", "code": CONNECT}),
-                  ("scripts.add", {"name": "sneak", "code": CONNECT}),
-                  ("process.start", {"script": "fetch", "args": [port]}),
-                  ("process.start", {"script": "sneak", "args": [port]})), "Waiting."])
-        agent = agent_factory(fake, scripts={**SCRIPTS_ON, "network": ["fetch"]},
-                              consent={"auto_approve": ["process.start"]})
+        fake = FakeLLM(
+            "fake",
+            responses=[
+                block(
+                    ("scripts.add", {"name": "fetch", "code": CONNECT}),
+                    ("scripts.add", {"name": "sneak", "code": CONNECT}),
+                    ("process.start", {"script": "fetch", "args": [port]}),
+                    ("process.start", {"script": "sneak", "args": [port]}),
+                ),
+                "Waiting.",
+            ],
+        )
+        agent = agent_factory(
+            fake, scripts={**SCRIPTS_ON, "network": ["fetch"]}, consent={"auto_approve": ["process.start"]}
+        )
         state = agent.tick()
         started = [e["result"] for e in state["executed"] if e["result"].startswith("process ")]
         assert any("script fetch" in r and "with network" in r for r in started)
@@ -186,8 +232,12 @@ def test_the_network_is_the_operators_to_give_per_script(agent_factory):
 
 def test_without_bubblewrap_scripts_do_not_run_and_say_why(agent_factory, tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox, "BWRAP", str(tmp_path / "no-such-bwrap"))
-    fake = FakeLLM("fake", responses=[block(("scripts.add", {"name": "hello", "code": "print('hello')"}),
-                                            ("process.start", {"script": "hello"}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(("scripts.add", {"name": "hello", "code": "print('hello')"}), ("process.start", {"script": "hello"}))
+        ],
+    )
     agent = agent_factory(fake, scripts=SCRIPTS_ON, consent={"auto_approve": ["process.start"]})
     added, refused = agent.tick()["executed"]
     assert added["status"] == "executed"
@@ -195,8 +245,12 @@ def test_without_bubblewrap_scripts_do_not_run_and_say_why(agent_factory, tmp_pa
     assert "— OFF: process.start: scripts need bubblewrap: apt-get install bubblewrap" in think_prompts(fake)[0]
     with agent.services.db.unit() as repos:  # a job recorded before (another process, another machine) fails closed
         waiting = repos.processes.add("process:hello", "waits", status="pending", thread_id="main", tags=["background"])
-        repos.runs.add(waiting.id, "script", thread_id="main", spec={"script": "hello", "args": [], "timeout_s": 10,
-                                                                     "memory_mb": 256, "output_chars": 500})
+        repos.runs.add(
+            waiting.id,
+            "script",
+            thread_id="main",
+            spec={"script": "hello", "args": [], "timeout_s": 10, "memory_mb": 256, "output_chars": 500},
+        )
     agent.services.background().recover()
     assert agent.services.background().wait_idle(30)
     with agent.services.db.unit() as repos:

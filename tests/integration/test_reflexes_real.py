@@ -10,10 +10,10 @@ import pytest
 
 from graph.agent import build_agent
 from llm.embedded_model import assemble_model
-from tests.fakes.llm import FakeLLM
 from memory.retrieval.embeddings import LocalEmbedder
 from nodes.reflexes.evaluation import evaluate, parse_comparison
 from tests.conftest import make_agent
+from tests.fakes.llm import FakeLLM
 from tests.integration.servers import free_port, llama_cpp_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "data"))
@@ -24,8 +24,14 @@ pytestmark = pytest.mark.integration
 
 def test_the_shared_evaluation_call_is_valid_json_on_the_embedded_model(tmp_path):
     agent = build_agent("repl", data_dir=str(tmp_path), embedded_context_window=4096, checkpointer="memory")
-    gen, answer = evaluate(agent.services.llms, PARAPHRASES[0][1], vocabulary=["joy", "curiosity", "calm"],
-                           previous=PARAPHRASES[0][0], prefer=None, tags={"thread_id": "main", "tick": 0})
+    gen, answer = evaluate(
+        agent.services.llms,
+        PARAPHRASES[0][1],
+        vocabulary=["joy", "curiosity", "calm"],
+        previous=PARAPHRASES[0][0],
+        prefer=None,
+        tags={"thread_id": "main", "tick": 0},
+    )
     assert gen.llm_id == "embedded" and gen.provider == "llamacpp"
     comparison = parse_comparison(answer["comparison"])  # grammar-constrained: the 270M model's JSON parses
     assert comparison is not None and 0 <= comparison["novelty_score"] <= 100
@@ -51,8 +57,16 @@ def test_a_paraphrase_loop_is_flagged_by_the_real_sentence_model(tmp_path):
 def test_server_killed_mid_generation_degrades_then_recovers_when_restarted(tmp_path):
     model, port = assemble_model(), free_port()
     with llama_cpp_server(model, port=port) as (url, proc):
-        agent = build_agent("repl", data_dir=str(tmp_path), llm_url=url, model="gemma", llm_api="completions",
-                            context_window=4096, embedded=False, checkpointer="memory")
+        agent = build_agent(
+            "repl",
+            data_dir=str(tmp_path),
+            llm_url=url,
+            model="gemma",
+            llm_api="completions",
+            context_window=4096,
+            embedded=False,
+            checkpointer="memory",
+        )
         agent.services.settings.sampling.max_tokens = 48
         assert agent.tick()["llm"]["llm_id"] == "server"
         from langgraph.runtime import RunControl

@@ -2,7 +2,7 @@
 real SQLite (FTS5) and a real PostgreSQL server (tsvector + GIN). One conversation is written through the tick's
 write path on each database; the same searches must find the same turns on both."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -16,20 +16,26 @@ from memory.text import parts
 
 pytestmark = pytest.mark.integration  # bounded: the server starts within its timeouts, every query is local
 
-NOW = datetime(2024, 6, 20, 12, tzinfo=timezone.utc)
+NOW = datetime(2024, 6, 20, 12, tzinfo=UTC)
 SESSIONS = [  # (session date, [(speaker, text)])
-    (datetime(2024, 5, 3, 18, tzinfo=timezone.utc), [
-        ("Ann", "Hey Bob! Guess what, I adopted a puppy from the shelter last week!"),
-        ("Bob", "No way! What breed is she?"),
-        ("Ann", "A beagle mix. She chews everything in sight, but she is so sweet."),
-        ("Bob", "Ha. I started learning the cello, my fingers hurt."),
-    ]),
-    (datetime(2024, 6, 14, 9, tzinfo=timezone.utc), [
-        ("Bob", "Morning Ann. My sister moved to Lisbon, so the flat is quiet now."),
-        ("Ann", "Oh, you must miss her. What do you like to read when it is quiet?"),
-        ("Bob", "Mostly old science fiction. Right now it is Solaris."),
-        ("Ann", "Work has been exhausting, lots of deadlines. The puppy keeps me sane."),
-    ]),
+    (
+        datetime(2024, 5, 3, 18, tzinfo=UTC),
+        [
+            ("Ann", "Hey Bob! Guess what, I adopted a puppy from the shelter last week!"),
+            ("Bob", "No way! What breed is she?"),
+            ("Ann", "A beagle mix. She chews everything in sight, but she is so sweet."),
+            ("Bob", "Ha. I started learning the cello, my fingers hurt."),
+        ],
+    ),
+    (
+        datetime(2024, 6, 14, 9, tzinfo=UTC),
+        [
+            ("Bob", "Morning Ann. My sister moved to Lisbon, so the flat is quiet now."),
+            ("Ann", "Oh, you must miss her. What do you like to read when it is quiet?"),
+            ("Bob", "Mostly old science fiction. Right now it is Solaris."),
+            ("Ann", "Work has been exhausting, lots of deadlines. The puppy keeps me sane."),
+        ],
+    ),
 ]
 
 
@@ -48,8 +54,14 @@ def _write_conversation(db: Database) -> None:
     with db.unit() as repos:
         for number, (when, turns) in enumerate(SESSIONS, 1):
             for position, (speaker, said) in enumerate(turns):
-                record_turn(repos, ref=f"{number}:{position}", text=said, author=speaker, episode=f"session {number}",
-                            created_at=when + timedelta(minutes=position))
+                record_turn(
+                    repos,
+                    ref=f"{number}:{position}",
+                    text=said,
+                    author=speaker,
+                    episode=f"session {number}",
+                    created_at=when + timedelta(minutes=position),
+                )
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -90,7 +102,11 @@ def test_the_full_text_index_is_written_with_the_catalogue_and_counts_terms(stor
         assert own.split()[:4] == ["3", "may", "2024", "ann"] and "beagl" in own  # date, author, stemmed words
         assert "breed" in context and "cello" in context  # the turns before and after, weighted half
         # "puppy": two turns say it, two more have it as a neighbour; "Solaris": one turn, two neighbours
-        assert lexical.document_frequencies(["puppi", "solari", "nowher"], 100) == {"puppi": 4, "solari": 3, "nowher": 0}
+        assert lexical.document_frequencies(["puppi", "solari", "nowher"], 100) == {
+            "puppi": 4,
+            "solari": 3,
+            "nowher": 0,
+        }
         assert lexical.candidates(["solari"], 5)[0] == repos.items.find("message", "2:2").id
         repos.items.remove("message", "2:2")
     with db.unit() as repos:
@@ -124,8 +140,9 @@ def test_a_restarted_index_reads_what_is_stored_and_rebuilds_nothing(store, embe
     again.close()
 
 
-def test_a_restarted_index_reads_its_vector_index_while_the_first_search_reads_the_rest(store, embedder, tmp_path,
-                                                                                      monkeypatch):
+def test_a_restarted_index_reads_its_vector_index_while_the_first_search_reads_the_rest(
+    store, embedder, tmp_path, monkeypatch
+):
     """Chroma reads its nearest-neighbour index on the first query after a start; the store asks for it right after
     opening, and the first search reads the lexical side meanwhile, then waits for it: the same hits as before."""
     import threading
@@ -180,12 +197,21 @@ def test_the_corpus_sample_draws_live_documents_only(store):
     db, _ = store
     with db.unit() as repos:
         for n in range(60):
-            record_turn(repos, ref=f"9:{n}", text=f"Filler line number {n} about the weather.", author="Ann",
-                        episode="filler", created_at=NOW)
+            record_turn(
+                repos,
+                ref=f"9:{n}",
+                text=f"Filler line number {n} about the weather.",
+                author="Ann",
+                episode="filler",
+                created_at=NOW,
+            )
         for n in range(0, 60, 2):
             repos.items.remove("message", f"9:{n}")
-        live = {i for i in repos.items.ids_of("message", [f"9:{n}" for n in range(60)])
-                if repos.items.get(i).status != "deleted"} | {i.id for i in repos.items.indexed() if i.ref[0] != "9"}
+        live = {
+            i
+            for i in repos.items.ids_of("message", [f"9:{n}" for n in range(60)])
+            if repos.items.get(i).status != "deleted"
+        } | {i.id for i in repos.items.indexed() if i.ref[0] != "9"}
     with db.unit() as repos:
         few = repos.items.lexical.sample(5)  # a sample much smaller than the catalogue: drawn by id
         everything = repos.items.lexical.sample(1000)  # larger than the catalogue: all of its live documents
@@ -207,9 +233,12 @@ def test_a_long_text_is_read_in_windows_one_pass_each_and_its_parts_pooled_in_th
     """Past the model's 256 tokens a text is read in windows of whole sentences, each one pass (the prefix and
     [CLS]/[SEP] in each): every part gets a vector from its own window, the whole one is the mean of all of them, and
     the model reads each token once."""
-    body = " ".join(f"On day {n} of the trip we walked to the {place} and talked about {topic}."
-                    for n, (place, topic) in enumerate([("harbour", "boats"), ("market", "cheese"),
-                                                        ("museum", "painters"), ("old mill", "flour")] * 15, 1))
+    body = " ".join(
+        f"On day {n} of the trip we walked to the {place} and talked about {topic}."
+        for n, (place, topic) in enumerate(
+            [("harbour", "boats"), ("market", "cheese"), ("museum", "painters"), ("old mill", "flour")] * 15, 1
+        )
+    )
     body += " The spare key to the boathouse is taped under the blue canoe."
     found = parts(body)
     session, _ = embedder.load()
@@ -240,23 +269,37 @@ def test_a_fact_deep_inside_a_long_message_is_found_and_short_ones_are_not_swamp
     another question outranks the long one, which mentions the same topic only in passing among many others."""
     from memory.followup import LONG_TEXT
 
-    topics = ["the harbour", "the cheese market", "the painters' museum", "the old flour mill", "the cliff path",
-              "the lighthouse", "the bakery on the square", "the night ferry"]
-    paragraphs = [f"Day {n}: we spent the morning at {topics[n % 8]}, then walked back along the river, "
-                  f"stopped for coffee, and planned the next day around the weather and the bus times."
-                  for n in range(1, 80)]
+    topics = [
+        "the harbour",
+        "the cheese market",
+        "the painters' museum",
+        "the old flour mill",
+        "the cliff path",
+        "the lighthouse",
+        "the bakery on the square",
+        "the night ferry",
+    ]
+    paragraphs = [
+        f"Day {n}: we spent the morning at {topics[n % 8]}, then walked back along the river, "
+        f"stopped for coffee, and planned the next day around the weather and the bus times."
+        for n in range(1, 80)
+    ]
     paragraphs.insert(70, "By the way, the spare key to the boathouse is taped under the blue canoe.")
     paragraphs.insert(20, "Tomatoes are easy to grow in pots if they get sun.")
     long_answer = " ".join(paragraphs)
     assert len(long_answer) > LONG_TEXT and long_answer.index("spare key") > LONG_TEXT
     db = Database.open(tmp_path)
     with db.unit() as repos:
-        for n, (who, said) in enumerate([("Ann", "Can you write up the whole trip for me, day by day?"),
-                                         ("assistant", long_answer),
-                                         ("Ann", "I planted the tomatoes along the south fence of the garden."),
-                                         ("assistant", "Good spot: the south fence gets the afternoon sun."),
-                                         ("Ann", "The bus to the airport leaves at six."),
-                                         ("assistant", "Then set an alarm for five.")]):
+        for n, (who, said) in enumerate(
+            [
+                ("Ann", "Can you write up the whole trip for me, day by day?"),
+                ("assistant", long_answer),
+                ("Ann", "I planted the tomatoes along the south fence of the garden."),
+                ("assistant", "Good spot: the south fence gets the afternoon sun."),
+                ("Ann", "The bus to the airport leaves at six."),
+                ("assistant", "Then set an alarm for five."),
+            ]
+        ):
             record_turn(repos, ref=str(n), text=said, author=who, episode="chat", created_at=NOW + timedelta(minutes=n))
     index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW + timedelta(days=1))
     try:
@@ -319,8 +362,16 @@ def test_each_persona_schema_of_a_deployment_has_its_own_full_text_index(pg_url)
 def test_texts_are_batched_by_their_length_in_tokens_and_padding_changes_no_vector(embedder, monkeypatch):
     """Batches are formed by tokens, not characters ("1234567890" is ten characters and many tokens; "Hey" is
     three and one): each run is as wide as its longest text, and a text's vector is the one it has alone."""
-    texts = ["Hey", "9081726354 4455667788", "a cat", "Extraordinarily", "photosynthesis-adjacent biochemistry",
-             "ok", "We went to the lake on Sunday and swam until dusk.", "1234567890"]
+    texts = [
+        "Hey",
+        "9081726354 4455667788",
+        "a cat",
+        "Extraordinarily",
+        "photosynthesis-adjacent biochemistry",
+        "ok",
+        "We went to the lake on Sunday and swam until dusk.",
+        "1234567890",
+    ]
     alone = np.vstack([embedder.embed([t]) for t in texts])
     session, tokenizer = embedder.load()
     widths, run = [], session.run
@@ -334,7 +385,7 @@ def test_texts_are_batched_by_their_length_in_tokens_and_padding_changes_no_vect
     monkeypatch.setattr(session, "run", recording)
     together = embedder.embed(texts)
     lengths = sorted(len(tokenizer.encode(t).ids) for t in texts)
-    assert widths == [max(lengths[i:i + 3]) for i in range(0, len(texts), 3)]
+    assert widths == [max(lengths[i : i + 3]) for i in range(0, len(texts), 3)]
     assert np.allclose(together, alone, atol=1e-5)
 
 
@@ -347,8 +398,9 @@ def test_sentence_vectors_are_pooled_by_default_or_encoded_on_their_own(tmp_path
         db = Database.open(tmp_path / mode)
         with db.unit() as repos:
             item = record_turn(repos, ref="1", text=body, author="Ann", episode="e")
-        index = MemoryIndex(db, embedder, chroma_path=tmp_path / mode / "chroma",
-                            config=RetrievalSettings(sentence_vectors=mode))
+        index = MemoryIndex(
+            db, embedder, chroma_path=tmp_path / mode / "chroma", config=RetrievalSettings(sentence_vectors=mode)
+        )
         index.sync(flush=True)
         index.close()
         with db.unit() as repos:  # what was stored: every vector in the database, the whole item's in Chroma
@@ -370,21 +422,31 @@ def test_near_copies_filling_the_first_candidates_still_leave_k_distinct_results
 
     db = Database.open(tmp_path)
     with db.unit() as repos:
-        for n, said in enumerate(["The shelter asked us to walk the dogs every weekend.",
-                                  "The puppy's vet visit is on Friday."]):
-            record_turn(repos, ref=f"other{n}", text=said, author="Ann", episode=f"o{n}",
-                        created_at=NOW - timedelta(days=9))
+        for n, said in enumerate(
+            ["The shelter asked us to walk the dogs every weekend.", "The puppy's vet visit is on Friday."]
+        ):
+            record_turn(
+                repos, ref=f"other{n}", text=said, author="Ann", episode=f"o{n}", created_at=NOW - timedelta(days=9)
+            )
         tails = [".", "!", "!!", "...", ", honestly.", ", really.", " :)", ", lol.", ", haha.", ", you know."]
         for n, tail in enumerate(tails):
-            record_turn(repos, ref=f"copy{n}", author="Ann", episode=f"c{n}", created_at=NOW - timedelta(days=1),
-                        text=f"I adopted a beagle puppy from the shelter last week and she chews everything{tail}")
-    index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW,
-                        config=RetrievalSettings(candidates=3))
+            record_turn(
+                repos,
+                ref=f"copy{n}",
+                author="Ann",
+                episode=f"c{n}",
+                created_at=NOW - timedelta(days=1),
+                text=f"I adopted a beagle puppy from the shelter last week and she chews everything{tail}",
+            )
+    index = MemoryIndex(
+        db, embedder, chroma_path=tmp_path / "chroma", clock=lambda: NOW, config=RetrievalSettings(candidates=3)
+    )
     index.sync(flush=True)
     asked = []
     nearest = index.store.nearest
-    monkeypatch.setattr(index.store, "nearest",
-                        lambda vectors, n, where=None: asked.append(n) or nearest(vectors, n, where))
+    monkeypatch.setattr(
+        index.store, "nearest", lambda vectors, n, where=None: asked.append(n) or nearest(vectors, n, where)
+    )
     try:
         hits = index.search(Query(text="What did Ann adopt from the shelter?", k=3))
         assert len(asked) > 1  # the first candidates held too few distinct memories

@@ -23,8 +23,11 @@ from tests.integration.test_a2a_real import persona_named
 pytestmark = pytest.mark.integration
 
 WAIT_S = 150  # hang guards, not timings
-COMMANDS = ("\n# Commands:\n" + json.dumps([{"type": "messages.send", "args": {"to": to, "text": f"Hello {to}"}}
-                                            for to in ("Mira", "Ada")]) + "\n# End commands\n")
+COMMANDS = (
+    "\n# Commands:\n"
+    + json.dumps([{"type": "messages.send", "args": {"to": to, "text": f"Hello {to}"}} for to in ("Mira", "Ada")])
+    + "\n# End commands\n"
+)
 
 
 def did_of(data_dir: Path) -> str:
@@ -50,8 +53,11 @@ def wait(what, seconds: float, why: str):
 
 
 def test_an_autostarted_child_runs_beside_its_parent_and_each_reaches_the_other(scripted_server, tmp_path):
-    scripted_server.script(*({"do": "whole", "text": t + COMMANDS} for t in varied_thoughts(3000, seed=47)),
-                           default={"do": "whole", "text": "The last scripted thought." + COMMANDS}, record=False)
+    scripted_server.script(
+        *({"do": "whole", "text": t + COMMANDS} for t in varied_thoughts(3000, seed=47)),
+        default={"do": "whole", "text": "The last scripted thought." + COMMANDS},
+        record=False,
+    )
     ada_dir = persona_named(tmp_path, "Ada")
     config = yaml.safe_load((ada_dir / "config.yaml").read_text())
     config["spawn"] = {"autostart": True, "start_timeout_s": 120}
@@ -60,8 +66,9 @@ def test_an_autostarted_child_runs_beside_its_parent_and_each_reaches_the_other(
     seed_pace(ada_data, 1.0)
     from cli import app
 
-    born = CliRunner().invoke(app, ["spawn", "Mira", "--mode", "newborn", "--data-dir", str(ada_data),
-                                    "--from", str(ada_dir)])
+    born = CliRunner().invoke(
+        app, ["spawn", "Mira", "--mode", "newborn", "--data-dir", str(ada_data), "--from", str(ada_dir)]
+    )
     assert born.exit_code == 0, born.output
     mira_data = tmp_path / "ada-mira"
     assert "itsDIDdid:key:z" in "".join(born.output.split()) and (tmp_path / "mira" / "config.yaml").exists()
@@ -77,9 +84,11 @@ def test_an_autostarted_child_runs_beside_its_parent_and_each_reaches_the_other(
         ada_row = next(p for p in http_json(mira_url + "/api/peers")[1] if p["name"] == "Ada")
         assert (ada_row["did"], ada_row["a2a_url"]) == (did_of(ada_data), ada.url)  # her parent's DID and address
         # each reaches the other through those rows: their thoughts send by name, over A2A
-        wait(lambda: [h for h in http_json(mira_url + "/api/mesh")[1]["heard"] if h["peer"] == "Ada"], WAIT_S,
-             "Ada's message at Mira")
-        wait(lambda: [h for h in ada.api("/api/mesh")["heard"] if h["peer"] == "Mira"], WAIT_S,
-             "Mira's message at Ada")
+        wait(
+            lambda: [h for h in http_json(mira_url + "/api/mesh")[1]["heard"] if h["peer"] == "Ada"],
+            WAIT_S,
+            "Ada's message at Mira",
+        )
+        wait(lambda: [h for h in ada.api("/api/mesh")["heard"] if h["peer"] == "Mira"], WAIT_S, "Mira's message at Ada")
     assert wait(lambda: not answers(mira_url), 60, "Mira stopped with her parent")
     assert "web app" in (mira_data / "run.log").read_text()

@@ -30,7 +30,7 @@ def test_clone_and_trained_children_on_postgres(tmp_path, pg_url):
     runner = CliRunner()
     said = runner.invoke(app, ["spawn", "Mira", "--mode", "clone", "--data-dir", str(data), "--db", pg_url, "--json"])
     assert said.exit_code == 0, said.output
-    report = json.loads(said.output[said.output.index("{"):])
+    report = json.loads(said.output[said.output.index("{") :])
     child_url = f"{pg_url}_mira"  # the parent's database's name and the child's
     assert report["database"].endswith(child_url.rsplit("/", 1)[1]) and report["vectors"] > 0
     child = Database.open(url=child_url)
@@ -48,10 +48,19 @@ def test_clone_and_trained_children_on_postgres(tmp_path, pg_url):
 
     named = create_postgres_database(target.libpq_url(), "nova_db")
     target.close()
-    said = runner.invoke(app, ["spawn", "Nova", "--mode", "trained", "--data-dir", str(data), "--db", pg_url,
-                               "--to-db", named])
+    said = runner.invoke(
+        app, ["spawn", "Nova", "--mode", "trained", "--data-dir", str(data), "--db", pg_url, "--to-db", named]
+    )
     assert said.exit_code == 0, said.output
     trained = Database.open(url=named)
-    assert counts(trained) == {**{k: 0 for k in expected}, "goals": 1, "tasks": 1, "concepts": 2, "links": 1,
-                               "llm_memory": 1, "insights": 1, "diary": 1}  # HMP: trained takes the diary
+    assert counts(trained) == {
+        **{k: 0 for k in expected},
+        "goals": 1,
+        "tasks": 1,
+        "concepts": 2,
+        "links": 1,
+        "llm_memory": 1,
+        "insights": 1,
+        "diary": 1,
+    }  # HMP: trained takes the diary
     trained.close()

@@ -53,8 +53,9 @@ def speak(text: str, language: str) -> bytes:
 
 
 def post_audio(url: str, audio: bytes, media_type: str, query: str = "") -> tuple[int, dict]:
-    request = urllib.request.Request(f"{url}/api/talk/voice{query}", data=audio, method="POST",
-                                     headers={"Content-Type": media_type})
+    request = urllib.request.Request(
+        f"{url}/api/talk/voice{query}", data=audio, method="POST", headers={"Content-Type": media_type}
+    )
     try:
         with urllib.request.urlopen(request, timeout=HTTP_S) as response:
             return response.status, json.loads(response.read())
@@ -127,9 +128,16 @@ def test_an_ogg_opus_voice_message_round_trips(speech_ready, served):
 
 # ---- push-to-talk in Chromium with a fake microphone ---------------------------------------------------------------
 
+
 def test_holding_push_to_talk_in_chromium_puts_the_spoken_words_on_the_talk_page(speech_ready, served, tmp_path):
-    from tests.integration.browser import BROWSER_ARGS, LAUNCH_TIMEOUT_MS, PAGE_TIMEOUT_MS, chromium_path, \
-        screenshot, why_no_browser
+    from tests.integration.browser import (
+        BROWSER_ARGS,
+        LAUNCH_TIMEOUT_MS,
+        PAGE_TIMEOUT_MS,
+        chromium_path,
+        screenshot,
+        why_no_browser,
+    )
 
     reason = why_no_browser()
     if reason:
@@ -143,9 +151,17 @@ def test_holding_push_to_talk_in_chromium_puts_the_spoken_words_on_the_talk_page
     hold_ms = int((wav_seconds(microphone.read_bytes()) + 0.8) * 1000)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=chromium_path(), headless=True, timeout=LAUNCH_TIMEOUT_MS,
-            args=[*BROWSER_ARGS, "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                  f"--use-file-for-fake-audio-capture={microphone}", "--autoplay-policy=no-user-gesture-required"])
+            executable_path=chromium_path(),
+            headless=True,
+            timeout=LAUNCH_TIMEOUT_MS,
+            args=[
+                *BROWSER_ARGS,
+                "--use-fake-ui-for-media-stream",
+                "--use-fake-device-for-media-stream",
+                f"--use-file-for-fake-audio-capture={microphone}",
+                "--autoplay-policy=no-user-gesture-required",
+            ],
+        )
         try:
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             context.set_default_timeout(PAGE_TIMEOUT_MS)
@@ -171,11 +187,14 @@ def test_holding_push_to_talk_in_chromium_puts_the_spoken_words_on_the_talk_page
             page.reload()  # the reply to a voice message is offered as audio (answer_in_speech: when_spoken_to)
             player = page.locator(f"#note-{reply_id} audio.reply-audio")
             expect(player).to_have_count(1)
-            seconds = page.evaluate("""([audio, limit]) => new Promise((done, failed) => {
+            seconds = page.evaluate(
+                """([audio, limit]) => new Promise((done, failed) => {
                 audio.addEventListener("loadedmetadata", () => done(audio.duration), { once: true });
                 audio.addEventListener("error", () => failed(new Error("the audio did not load")), { once: true });
                 setTimeout(() => failed(new Error("no metadata within the page timeout")), limit);
-                audio.load(); })""", [player.element_handle(), PAGE_TIMEOUT_MS])  # evaluate has no timeout
+                audio.load(); })""",
+                [player.element_handle(), PAGE_TIMEOUT_MS],
+            )  # evaluate has no timeout
             assert seconds > 0.5  # the browser decoded the spoken reply
         finally:
             browser.close()

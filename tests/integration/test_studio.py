@@ -17,11 +17,22 @@ ROOT = Path(__file__).resolve().parents[2]
 def studio(tmp_path_factory):
     data = tmp_path_factory.mktemp("studio")
     port = free_port()
-    env = {**os.environ, "ANIMA_DATA_DIR": str(data), "LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-           "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "ANIMA_DATA_DIR": str(data),
+        "LANGSMITH_TRACING": "false",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
     cli = Path(sys.executable).parent / "langgraph"
-    proc = subprocess.Popen([str(cli), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [str(cli), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_http(f"http://127.0.0.1:{port}/ok", 120, proc)
         yield f"http://127.0.0.1:{port}", data
@@ -43,11 +54,24 @@ def test_studio_serves_playbooks_and_runs_a_tick(studio):
     deep = client.assistants.get_graph(assistants["deep_work"], xray=True)
     deep_nodes = {n["id"] for n in deep["nodes"]}
     # the Stelis region is drawn as a subgraph: its nodes are namespaced under the stelis_start node
-    assert {"plan", "collect", "synthesize", "investigate:ask_questions", "investigate:examine", "investigate:close"} <= deep_nodes
+    assert {
+        "plan",
+        "collect",
+        "synthesize",
+        "investigate:ask_questions",
+        "investigate:examine",
+        "investigate:close",
+    } <= deep_nodes
     drawing = client.assistants.get_graph(assistants["repl"])
-    assert {n["id"] for n in drawing["nodes"]} >= {"update_process_log", "call_llm", "validate_output", "execute_commands"}
+    assert {n["id"] for n in drawing["nodes"]} >= {
+        "update_process_log",
+        "call_llm",
+        "validate_output",
+        "execute_commands",
+    }
     assert {"source": "write_memory", "target": "manage_memory"}.items() <= {
-        k: v for e in drawing["edges"] if e["source"] == "write_memory" for k, v in e.items()}.items()
+        k: v for e in drawing["edges"] if e["source"] == "write_memory" for k, v in e.items()
+    }.items()
     thread = client.threads.create()
     client.runs.wait(thread["thread_id"], assistants["repl"], input={})
     values = client.threads.get_state(thread["thread_id"])["values"]
@@ -65,11 +89,22 @@ def test_a_studio_client_chooses_a_thread_not_a_path_or_a_model(studio, tmp_path
     assert client.assistants.get_schemas(repl)["context_schema"].get("properties", {}) == {}
     elsewhere = tmp_path / "elsewhere"
     thread = client.threads.create()
-    run = client.runs.create(thread["thread_id"], repl, input={},
-                             context={"data_dir": str(elsewhere), "db_url": f"sqlite:///{elsewhere}/x.sqlite",
-                                      "persona_dir": str(elsewhere), "llm_url": "http://127.0.0.1:9/v1"})
+    run = client.runs.create(
+        thread["thread_id"],
+        repl,
+        input={},
+        context={
+            "data_dir": str(elsewhere),
+            "db_url": f"sqlite:///{elsewhere}/x.sqlite",
+            "persona_dir": str(elsewhere),
+            "llm_url": "http://127.0.0.1:9/v1",
+        },
+    )
     refused = client.runs.join(thread["thread_id"], run["run_id"])["__error__"]
     assert client.runs.get(thread["thread_id"], run["run_id"])["status"] == "error"
-    assert refused["error"] == "ContextRefused" and "cannot set data_dir, db_url, llm_url, persona_dir" in refused["message"]
+    assert (
+        refused["error"] == "ContextRefused"
+        and "cannot set data_dir, db_url, llm_url, persona_dir" in refused["message"]
+    )
     assert "tick" not in client.threads.get_state(thread["thread_id"])["values"]  # nothing ran
     assert not elsewhere.exists()  # no path a client sent was opened or created

@@ -7,12 +7,12 @@ font. Every wait is bounded."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
-from tests.integration.browser import screenshot, web_loop
 from tests.fakes.managers import managers_over
+from tests.integration.browser import screenshot, web_loop
 
 pytestmark = pytest.mark.integration
 ANSWER = "Heard you (note {note})."
@@ -23,7 +23,8 @@ CONTRAST_JS = """
 () => {
   const parse = (c) => { const m = c.match(/rgba?\\(([^)]+)\\)/); if (!m) return null;
     const p = m[1].split(',').map(Number); return {r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1}; };
-  const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, \
+2.4); };
     return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
   const background = (el) => { for (let e = el; e; e = e.parentElement) {
       const c = parse(getComputedStyle(e).backgroundColor); if (c && c.a > 0.5) return c; }
@@ -36,7 +37,8 @@ CONTRAST_JS = """
     const fg = parse(style.color), bg = background(el); if (!fg) continue;
     const a = fg.a, mixed = {r: fg.r * a + bg.r * (1 - a), g: fg.g * a + bg.g * (1 - a), b: fg.b * a + bg.b * (1 - a)};
     const [l1, l2] = [lum(mixed), lum(bg)].sort((x, y) => y - x);
-    out.push({text: el.textContent.trim().slice(0, 40), tag: el.tagName, cls: el.className, ratio: (l1 + 0.05) / (l2 + 0.05)});
+    out.push({text: el.textContent.trim().slice(0, 40), tag: el.tagName, cls: el.className, ratio: (l1 + 0.05) / (l2 \
++ 0.05)});
   }
   return out.sort((x, y) => x.ratio - y.ratio);
 }
@@ -57,7 +59,6 @@ GLYPH_JS = """
 
 def _seed(data_dir) -> int:
     """Ann, a guest who wrote by Matrix (through the one way in, as the channel runner would)."""
-    from managers import Managers
     from managers.conversation import Words
     from memory import Database
     from memory.note_kinds import Door
@@ -68,26 +69,36 @@ def _seed(data_dir) -> int:
             m = managers_over(repos)
             ann = m.people.add("Ann", role="guest")
             m.people.add_identity(ann.id, "matrix", "@ann:example.org")
-            m.conversation.hear(Words("Hello from the harbour, it's Ann.", door=Door.MATRIX, person_id=ann.id,
-                                      channel="matrix"))
+            m.conversation.hear(
+                Words("Hello from the harbour, it's Ann.", door=Door.MATRIX, person_id=ann.id, channel="matrix")
+            )
             return ann.id
     finally:
         db.close()
 
 
 def _stranger_writes(data_dir) -> None:
-    from managers import Managers
     from managers.channels import Arrival
     from memory import Database
     from persona.settings import ChannelEntry
 
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     db = Database.open(data_dir)
     try:
         with db.unit() as repos:
-            managers_over(repos).channels.receive(Arrival(channel="matrix", platform_id="$s1", sender="@zed:example.org",
-                                                     sender_name="Zed", conversation="!z", text="hi, I'm Zed",
-                                                     sent_at=now), ChannelEntry(kind="matrix", name="matrix"), now=now)
+            managers_over(repos).channels.receive(
+                Arrival(
+                    channel="matrix",
+                    platform_id="$s1",
+                    sender="@zed:example.org",
+                    sender_name="Zed",
+                    conversation="!z",
+                    text="hi, I'm Zed",
+                    sent_at=now,
+                ),
+                ChannelEntry(kind="matrix", name="matrix"),
+                now=now,
+            )
     finally:
         db.close()
 
@@ -95,8 +106,9 @@ def _stranger_writes(data_dir) -> None:
 def test_threads_enter_sends_badges_update_contrast_and_a_japanese_font(page, scripted_server, tmp_path):
     from playwright.sync_api import expect
 
-    scripted_server.script(default={"do": "whole", "text": "A quiet thought, number {n}.", "answer_notes": ANSWER},
-                           record=False)
+    scripted_server.script(
+        default={"do": "whole", "text": "A quiet thought, number {n}.", "answer_notes": ANSWER}, record=False
+    )
     data = tmp_path / "data"
     data.mkdir()
     ann = _seed(data)

@@ -13,14 +13,15 @@ import json
 import logging
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC
 from typing import Any
 
 import pytest
 
 from channels.base import Batch, ChannelDown, ChannelRefused, Outgoing
 from channels.telegram import TelegramChannel, parse_options
-from tests.integration import telegram_bot_api
 from tests.fakes.managers import managers_over
+from tests.integration import telegram_bot_api
 
 TOKEN = "123456:stand-in-token"
 ANN = {"id": 777, "first_name": "Ann", "last_name": "Lee", "username": "ann"}
@@ -34,16 +35,23 @@ def bot_api() -> Iterator[str]:
 
 
 def control(base: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    request = urllib.request.Request(f"{base}/_test/{path}", method="POST" if body is not None else "GET",
-                                     data=json.dumps(body).encode() if body is not None else None,
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{base}/_test/{path}",
+        method="POST" if body is not None else "GET",
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())
 
 
 def channel_for(base: str, token: str = TOKEN) -> TelegramChannel:
-    return TelegramChannel("telegram", parse_options("telegram", {"api_url": base, "timeout_s": "10"}),
-                           lambda: token, max_attachment_bytes=100_000)
+    return TelegramChannel(
+        "telegram",
+        parse_options("telegram", {"api_url": base, "timeout_s": "10"}),
+        lambda: token,
+        max_attachment_bytes=100_000,
+    )
 
 
 def run(coro: Any) -> Any:
@@ -62,30 +70,58 @@ def test_messages_in_and_out_with_a_voice_note_both_ways(bot_api: str, caplog: p
             # a voice note arrives while the bot long-polls
             waiting = asyncio.create_task(channel.fetch(first.cursor, wait_s=10))
             await asyncio.sleep(0.3)
-            await asyncio.to_thread(control, bot_api, "message", {
-                "chat_id": 777, "user": ANN, "voice": base64.b64encode(VOICE).decode(), "reply_to": 1})
+            await asyncio.to_thread(
+                control,
+                bot_api,
+                "message",
+                {"chat_id": 777, "user": ANN, "voice": base64.b64encode(VOICE).decode(), "reply_to": 1},
+            )
             second = await waiting
             rewound = await channel.fetch(first.cursor, wait_s=0)  # the cursor was not stored: same updates again
             quiet = await channel.fetch(second.cursor, wait_s=1)
             voice = second.messages[0].attachments[0]
             heard = await channel.download(voice, max_bytes=100_000)
-            text_id = await channel.send(Outgoing(idempotency_key="k1", recipient="777", text="Hello, Ann!",
-                                                  conversation="777", reply_to=first.messages[0].platform_id))
-            spoken_id = await channel.send(Outgoing(idempotency_key="k2", recipient="777", text="",
-                                                    audio=b"OggS-spoken-answer"))
+            text_id = await channel.send(
+                Outgoing(
+                    idempotency_key="k1",
+                    recipient="777",
+                    text="Hello, Ann!",
+                    conversation="777",
+                    reply_to=first.messages[0].platform_id,
+                )
+            )
+            spoken_id = await channel.send(
+                Outgoing(idempotency_key="k2", recipient="777", text="", audio=b"OggS-spoken-answer")
+            )
             await channel.send(Outgoing(idempotency_key="k2w", recipient="777", text="", audio=b"RIFF-a-wav"))
-            return first, second, rewound, quiet, text_id, spoken_id, heard, await channel.already_sent(
-                Outgoing(idempotency_key="k1", recipient="777", text="Hello, Ann!"))
+            return (
+                first,
+                second,
+                rewound,
+                quiet,
+                text_id,
+                spoken_id,
+                heard,
+                await channel.already_sent(Outgoing(idempotency_key="k1", recipient="777", text="Hello, Ann!")),
+            )
         finally:
             await channel.close()
 
     first, second, rewound, quiet, text_id, spoken_id, heard, already = run(scenario())
 
     [hello] = first.messages
-    assert (hello.channel, hello.platform_id, hello.sender, hello.sender_name) == ("telegram", "777:1", "777",
-                                                                                   "Ann Lee")
-    assert (hello.conversation, hello.text, hello.reply_to, hello.extra["username"]) == ("777", "Hello, Anima",
-                                                                                        None, "ann")
+    assert (hello.channel, hello.platform_id, hello.sender, hello.sender_name) == (
+        "telegram",
+        "777:1",
+        "777",
+        "Ann Lee",
+    )
+    assert (hello.conversation, hello.text, hello.reply_to, hello.extra["username"]) == (
+        "777",
+        "Hello, Anima",
+        None,
+        "ann",
+    )
     assert first.cursor == "1001"
 
     [spoken] = second.messages
@@ -116,9 +152,18 @@ def test_a_text_document_is_a_text_attachment_fetched_within_the_cap(bot_api: st
         await channel.open()
         try:
             start = await channel.fetch(None, wait_s=0)  # whatever the other test left
-            await asyncio.to_thread(control, bot_api, "message", {
-                "chat_id": 888, "user": {"id": 888, "first_name": "Bo"}, "caption": "my notes",
-                "document": base64.b64encode(b"line one\nline two").decode(), "file_name": "notes.txt"})
+            await asyncio.to_thread(
+                control,
+                bot_api,
+                "message",
+                {
+                    "chat_id": 888,
+                    "user": {"id": 888, "first_name": "Bo"},
+                    "caption": "my notes",
+                    "document": base64.b64encode(b"line one\nline two").decode(),
+                    "file_name": "notes.txt",
+                },
+            )
             batch = await channel.fetch(start.cursor, wait_s=5)
             document = batch.messages[0].attachments[0]
             data = await channel.download(document, max_bytes=1000)
@@ -170,7 +215,8 @@ def test_flood_control_and_a_wrong_token_are_channel_down_an_unknown_chat_refuse
 
 
 def test_a_kill_after_the_bot_api_accepted_resends_and_the_outbox_shows_the_possible_duplicate(
-        bot_api: str, tmp_path, monkeypatch) -> None:
+    bot_api: str, tmp_path, monkeypatch
+) -> None:
     """The Bot API keeps no idempotency key and shows a bot no history of its own messages: a runner SIGKILLed right
     after sendMessage answered (tests/integration/channel_killer.py) sends that answer again on restart —
     at-least-once, as docs/channels.md says — and the row says so: attempts 2, `possible duplicate`, one key."""
@@ -180,18 +226,21 @@ def test_a_kill_after_the_bot_api_accepted_resends_and_the_outbox_shows_the_poss
     import subprocess
     import sys
     from collections import Counter
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from channels.runner import ChannelRunner
-    from managers import Managers
     from memory import Database
     from persona.settings import ChannelEntry, ChannelsSettings, Settings
     from tests.integration.servers import ROOT
     from tests.integration.test_channels_runner_email_telegram import run_until
 
     monkeypatch.setenv("TG_KILL_TEST_TOKEN", TOKEN)
-    entry = ChannelEntry(kind="telegram", name="telegram", options={"api_url": bot_api, "timeout_s": "10"},
-                         secret_env={"token": "TG_KILL_TEST_TOKEN"})
+    entry = ChannelEntry(
+        kind="telegram",
+        name="telegram",
+        options={"api_url": bot_api, "timeout_s": "10"},
+        secret_env={"token": "TG_KILL_TEST_TOKEN"},
+    )
     data = tmp_path / "data"
     db = Database.open(data)
     with db.unit() as repos:
@@ -200,15 +249,30 @@ def test_a_kill_after_the_bot_api_accepted_resends_and_the_outbox_shows_the_poss
         m.people.add_identity(owner.id, "telegram", str(ANN["id"]))
         owner = m.people.update(owner.id, preferred_channel="telegram")
         texts = [f"kill test {n}: {os.urandom(4).hex()}" for n in range(2)]
-        keys = [m.channels.send(owner, text, now=datetime.now(timezone.utc)).idempotency_key for text in texts]
+        keys = [m.channels.send(owner, text, now=datetime.now(UTC)).idempotency_key for text in texts]
     db.close()
-    killed = subprocess.run([sys.executable, "-m", "tests.integration.channel_killer", str(data), "after_telegram_send",
-                             json.dumps(entry.model_dump())], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.channel_killer",
+            str(data),
+            "after_telegram_send",
+            json.dumps(entry.model_dump()),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     db = Database.open(data)
-    settings = Settings(user_name="Ann", timezone="UTC",
-                        channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1))
+    settings = Settings(
+        user_name="Ann",
+        timezone="UTC",
+        channels=ChannelsSettings(entries=[entry], poll_wait_s=1, backoff_initial_s=0.1),
+    )
 
     def all_sent() -> bool:
         with db.unit() as repos:
@@ -220,6 +284,9 @@ def test_a_kill_after_the_bot_api_accepted_resends_and_the_outbox_shows_the_poss
     with db.unit() as repos:
         first, second = (repos.channels.by_key(key) for key in keys)
         assert (first.state, first.attempts, (first.last_error or "").startswith("possible duplicate")) == (
-            "sent", 2, True)
+            "sent",
+            2,
+            True,
+        )
         assert (second.attempts, second.last_error) == (1, None)
     db.close()

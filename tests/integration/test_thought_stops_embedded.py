@@ -17,13 +17,15 @@ pytestmark = pytest.mark.integration
 LIMIT_S = 240.0  # each call is cancelled after this (a loaded machine; two calls of 48 tokens take seconds)
 
 # a transcript the model goes on with by writing its human's next line itself
-TRANSCRIPT = ("Lumen is thinking by the sea.\n"
-              "User: Hello Lumen, what are you doing?\n"
-              "Lumen: I am watching the waves come in.\n"
-              "User: Why do you like the waves?\n"
-              "Lumen: They are never the same twice.\n"
-              "User: What else do you see?\n"
-              "Lumen:")
+TRANSCRIPT = (
+    "Lumen is thinking by the sea.\n"
+    "User: Hello Lumen, what are you doing?\n"
+    "Lumen: I am watching the waves come in.\n"
+    "User: Why do you like the waves?\n"
+    "Lumen: They are never the same twice.\n"
+    "User: What else do you see?\n"
+    "Lumen:"
+)
 
 
 def generate(model: EmbeddedLlamaCpp, stop: list[str] | None) -> str:

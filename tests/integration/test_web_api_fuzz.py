@@ -30,10 +30,12 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation import GenerationMode
 
-from web.app import create_app
 from persona.settings import Overrides
+from web.app import create_app
 
-pytestmark = pytest.mark.integration  # in tests/conftest.py's SPREAD: each xdist worker fuzzes its share of the operations
+pytestmark = (
+    pytest.mark.integration
+)  # in tests/conftest.py's SPREAD: each xdist worker fuzzes its share of the operations
 
 MAX_EXAMPLES = 12  # per operation and mode (st run's coverage phase adds its ~2,400 systematic cases)
 BUDGET_S = 6.0  # per operation and mode: past it, the examples drawn are not sent (a bound on the run, not a timing)…
@@ -52,23 +54,33 @@ def is_stream(path: str, operation: dict) -> bool:
     return path == "/api/events" or "text/event-stream" in contents
 
 
-OPERATIONS = sorted(f"{method.upper()} {path}" for path, item in SCHEMA["paths"].items()
-                    for method, operation in item.items()
-                    if method in ("get", "put", "post", "patch", "delete") and not is_stream(path, operation))
-SKIPPED_STREAMS = sorted(f"{m.upper()} {p}" for p, item in SCHEMA["paths"].items() for m, o in item.items()
-                         if m in ("get", "post") and is_stream(p, o))
+OPERATIONS = sorted(
+    f"{method.upper()} {path}"
+    for path, item in SCHEMA["paths"].items()
+    for method, operation in item.items()
+    if method in ("get", "put", "post", "patch", "delete") and not is_stream(path, operation)
+)
+SKIPPED_STREAMS = sorted(
+    f"{m.upper()} {p}"
+    for p, item in SCHEMA["paths"].items()
+    for m, o in item.items()
+    if m in ("get", "post") and is_stream(p, o)
+)
 
 
 def tree_digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
     """The app over a persona ticking on a FakeLLM (as tests/conftest.py's `web`), one for the module."""
-    from tests.fakes.llm import FakeLLM
     from tests.conftest import make_agent
+    from tests.fakes.llm import FakeLLM
     from web.context import WebServices
 
     base = tmp_path_factory.mktemp("fuzz")
@@ -77,8 +89,12 @@ def api(tmp_path_factory):
     shipped = tree_digest(SHIPPED_PERSONA)
     agent = make_agent(base / "data", FakeLLM("fake"), persona_dir=str(persona_dir))
     agent.tick()  # a tick, a thought, a message: something for the read operations to find
-    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(base / "data"), persona_dir=str(persona_dir)),
-                           clock=agent.services.clock, _memory=agent.services.memory)
+    services = WebServices(
+        db=agent.services.db,
+        overrides=Overrides.of(data_dir=str(base / "data"), persona_dir=str(persona_dir)),
+        clock=agent.services.clock,
+        _memory=agent.services.memory,
+    )
     app = create_app(services=services)
     # the app answers only to the names it is served as (web/security.py): the schema is read as from 127.0.0.1
     schema = schemathesis.openapi.from_asgi("/openapi.json", app, headers={"Host": "127.0.0.1"})
@@ -92,17 +108,32 @@ def test_schemathesis_command_line_passes_against_the_served_app(served_app):
     accepted, negative data refused, Allow on a 405, response schemas, …) pass against `run.py serve`."""
     assert ST.exists(), f"schemathesis's command line is not installed beside {sys.executable}"
     before = tree_digest(SHIPPED_PERSONA)
-    command = [str(ST), "run", f"{served_app}/openapi.json", "--checks", "all", "--max-examples", ST_EXAMPLES,
-               "--seed", ST_SEED, "--workers", "1", "--request-timeout", "20", "--generation-database", "none",
-               "--no-color"]  # one worker: two threads of Hypothesis parsing lambdas at once crash CPython 3.11.7
+    command = [
+        str(ST),
+        "run",
+        f"{served_app}/openapi.json",
+        "--checks",
+        "all",
+        "--max-examples",
+        ST_EXAMPLES,
+        "--seed",
+        ST_SEED,
+        "--workers",
+        "1",
+        "--request-timeout",
+        "20",
+        "--generation-database",
+        "none",
+        "--no-color",
+    ]  # one worker: two threads of Hypothesis parsing lambdas at once crash CPython 3.11.7
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=ST_GUARD_S)
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"st run did not end within {ST_GUARD_S}s:\n{(exc.stdout or '')[-3000:]}")
     report = done.stdout + done.stderr
-    summary = report[report.rfind("SUMMARY"):] if "SUMMARY" in report else report[-3000:]
+    summary = report[report.rfind("SUMMARY") :] if "SUMMARY" in report else report[-3000:]
     sections = [at for at in (report.find("= ERRORS ="), report.find("= FAILURES =")) if at >= 0]
-    failures = report[min(sections):][:6000] if sections else ""
+    failures = report[min(sections) :][:6000] if sections else ""
     assert done.returncode == 0, f"st run exited {done.returncode}:\n{failures}\n{summary}"
     assert "Tested:" in summary and " passed" in report
     assert tree_digest(SHIPPED_PERSONA) == before, "the run changed the shipped persona"
@@ -136,13 +167,18 @@ def test_no_operation_answers_a_server_error(api, operation):
     for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
         until, sent = time.monotonic() + BUDGET_S, [0]
 
-        @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=MAX_EXAMPLES,
+            deadline=None,
+            database=None,
+            phases=[Phase.explicit, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(case=found[0].as_strategy(generation_mode=mode))
         def fuzz(case) -> None:
-            if sent[0] >= AT_LEAST and time.monotonic() > until:
+            if sent[0] >= AT_LEAST and time.monotonic() > until:  # noqa: B023 - called within this iteration
                 return
-            sent[0] += 1
+            sent[0] += 1  # noqa: B023 - called within this iteration
             try:
                 case.call_and_validate(app=app, checks=[not_a_server_error])
             except AssertionError as failure:  # schemathesis' FailureGroup: a 5xx

@@ -17,7 +17,9 @@ from tests.integration.browser import other_origin, screenshot, script_thoughts,
 pytestmark = pytest.mark.integration
 
 REPLY_S = 60_000  # a scripted tick takes well under a second; this is a hang guard, not a timing
-MAX_TICK_JS = "() => Math.max(0, ...[...document.querySelectorAll('#ticks .tick[data-tick]')].map(e => +e.dataset.tick))"
+MAX_TICK_JS = (
+    "() => Math.max(0, ...[...document.querySelectorAll('#ticks .tick[data-tick]')].map(e => +e.dataset.tick))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +113,9 @@ def test_controls_choose_the_model_and_change_a_priority(page, loop):
     expect(row.get_by_test_id("selected-llm")).to_have_text("chosen", timeout=5_000)
     row.get_by_role("spinbutton").fill("77")
     # the typed 77 is in the field before the server answers: wait for the save itself, then for its fragment
-    with page.expect_response(lambda r: r.url == loop.url + "/controls/llms/server" and r.request.method == "POST") as saved:
+    with page.expect_response(
+        lambda r: r.url == loop.url + "/controls/llms/server" and r.request.method == "POST"
+    ) as saved:
         row.get_by_role("button", name="Save").click()
     assert saved.value.ok, saved.value.status
     expect(page.locator('#llm-models tr[data-llm="server"]').get_by_role("spinbutton")).to_have_value("77")
@@ -161,11 +165,14 @@ def test_a_page_of_another_origin_cannot_post_a_note(page, loop):
 
     # the app's own page, with its CSRF header, may (the same fetch, same origin)
     page.goto(loop.url + "/")
-    own = page.evaluate("""async (text) => {
+    own = page.evaluate(
+        """async (text) => {
         const token = JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRF-Token'];
         const answer = await fetch('/api/notes', {method: 'POST', body: JSON.stringify({text}),
             headers: {'Content-Type': 'application/json', 'X-CSRF-Token': token}});
-        return answer.status; }""", f"{marker} from the app itself")
+        return answer.status; }""",
+        f"{marker} from the app itself",
+    )
     assert own == 201
     without = page.evaluate("""async () => (await fetch('/api/notes', {method: 'POST', body: '{"text": "no header"}',
         headers: {'Content-Type': 'application/json'}})).status""")
@@ -201,8 +208,16 @@ def test_the_embedded_model_end_to_end_a_note_on_talk_and_a_new_tick(page, tmp_p
         except AssertionError:
             pass
         replies = [i["text"] for i in loop.conversation() if i["who"] == "persona"]
-        print(json.dumps({"embedded_ticks": loop.status()["ticks"], "first_card": closed.get_attribute("class"),
-                          "replies": replies[:3]}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "embedded_ticks": loop.status()["ticks"],
+                    "first_card": closed.get_attribute("class"),
+                    "replies": replies[:3],
+                },
+                ensure_ascii=False,
+            )
+        )
         page.goto(loop.url + "/")
         screenshot(page, "embedded-talk")
 
@@ -218,9 +233,17 @@ def test_approvals_a_new_request_appears_live(page, loop):
     try:
         with db.unit() as repos:  # what the gate writes when the persona asks; the loop's next tick journals it
             approval, _ = repos.approvals.request(
-                thread_id="main", root_thread="main", tick=1, cmd_key=f"main:1:{uuid.uuid4().hex}", cmd_id="c1",
-                type="notepad.clear", args={}, effect="modify_self", description="clear my notepad",
-                reason=f"browser test {uuid.uuid4().hex[:8]}")
+                thread_id="main",
+                root_thread="main",
+                tick=1,
+                cmd_key=f"main:1:{uuid.uuid4().hex}",
+                cmd_id="c1",
+                type="notepad.clear",
+                args={},
+                effect="modify_self",
+                description="clear my notepad",
+                reason=f"browser test {uuid.uuid4().hex[:8]}",
+            )
     finally:
         db.close()
     card = page.locator("#approvals").get_by_text(approval.reason)
@@ -241,8 +264,9 @@ def test_inner_life_a_drive_slider_moved_persists_after_a_reload(page, loop):
     page.goto(loop.url + "/inner-life")
     slider = page.get_by_role("slider", name="curiosity")
     expect(slider).to_be_visible()
-    with page.expect_response(lambda r: r.url == loop.url + "/inner-life/drives/curiosity"
-                              and r.request.method == "PUT") as saved:
+    with page.expect_response(
+        lambda r: r.url == loop.url + "/inner-life/drives/curiosity" and r.request.method == "PUT"
+    ) as saved:
         slider.fill("0.83")  # a range input: Playwright sets its value and fires input and change, as a drag does
     assert saved.value.status == 200
     expect(page.locator("#drives details summary")).to_contain_text("Your changes")
@@ -250,7 +274,9 @@ def test_inner_life_a_drive_slider_moved_persists_after_a_reload(page, loop):
     level = float(page.get_by_role("slider", name="curiosity").input_value())
     assert abs(level - 0.83) <= 0.02, level  # what the human set, fading back over hours (not seconds)
     drives = {d["name"]: d for d in loop.api("/api/drives")["drives"]}
-    assert drives["curiosity"]["adjusted"]["by"] == "human" and abs(drives["curiosity"]["adjusted"]["level"] - 0.83) < 1e-6
+    assert (
+        drives["curiosity"]["adjusted"]["by"] == "human" and abs(drives["curiosity"]["adjusted"]["level"] - 0.83) < 1e-6
+    )
     assert [(c["drive"], c["level"]) for c in loop.api("/api/drives")["history"]][:1] == [("curiosity", 0.83)]
     screenshot(page, "inner-life-drive-set")
 
@@ -322,9 +348,17 @@ def test_approvals_an_approved_command_runs_once_at_the_next_tick(page, loop):
     try:
         with db.unit() as repos:  # what the gate parks when the persona asks (tests/unit/test_consent.py: the gate)
             approval, _ = repos.approvals.request(
-                thread_id="main", root_thread="main", tick=1, cmd_key=f"main:1:{token}", cmd_id="c1",
-                type="notepad.clear", args={}, effect="modify_self", description="a clean page",
-                reason=f"modify_self needs your approval ({token})")
+                thread_id="main",
+                root_thread="main",
+                tick=1,
+                cmd_key=f"main:1:{token}",
+                cmd_id="c1",
+                type="notepad.clear",
+                args={},
+                effect="modify_self",
+                description="a clean page",
+                reason=f"modify_self needs your approval ({token})",
+            )
     finally:
         db.close()
     page.goto(loop.url + "/approvals")

@@ -19,7 +19,8 @@ RSS = """<?xml version="1.0"?>
 </channel></rss>"""
 
 ATOM = """<?xml version="1.0" encoding="utf-8"?>
-<feed xmlns="http://www.w3.org/2005/Atom"><title>Wind Log</title><id>urn:wind</id><updated>2026-11-01T00:00:00Z</updated>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>Wind \
+Log</title><id>urn:wind</id><updated>2026-11-01T00:00:00Z</updated>
 <entry><title>The mistral is back</title><id>urn:wind:1</id><link href="http://wind.test/1"/>
 <updated>2026-11-01T00:00:00Z</updated><summary>Cold gusts down the Rhône valley.</summary></entry>
 </feed>"""
@@ -65,8 +66,14 @@ class Handler(BaseHTTPRequestHandler):
         elif url.path == "/search":
             query = parse_qs(url.query).get("q", [""])[0]
             Handler.queries.append(query)
-            results = [{"title": f"{query} — result {i}", "url": f"http://search.test/{i}",
-                        "content": f"What the web says about {query}, part {i}."} for i in range(1, 8)]
+            results = [
+                {
+                    "title": f"{query} — result {i}",
+                    "url": f"http://search.test/{i}",
+                    "content": f"What the web says about {query}, part {i}.",
+                }
+                for i in range(1, 8)
+            ]
             self._send(200, json.dumps({"query": query, "results": results}), "application/json")
         else:
             self._send(404, "not found", "text/plain")
@@ -77,8 +84,11 @@ class Handler(BaseHTTPRequestHandler):
         if urlsplit(self.path).path == "/v1/chat/completions":
             asked = body["messages"][-1]["content"]
             Handler.queries.append(asked)
-            answer = {"choices": [{"message": {"role": "assistant",
-                                               "content": "The Severn bore is a tidal wave (http://bore.test)."}}]}
+            answer = {
+                "choices": [
+                    {"message": {"role": "assistant", "content": "The Severn bore is a tidal wave (http://bore.test)."}}
+                ]
+            }
             self._send(200, json.dumps(answer), "application/json")
         else:
             self._send(404, "not found", "text/plain")

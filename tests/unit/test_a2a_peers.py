@@ -10,7 +10,7 @@ import json
 import stat
 import tarfile
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -20,7 +20,7 @@ from managers.peers import TOKEN_PREFIX, InboundLimits, Overloaded, token_hash
 from memory import Database
 from tests.fakes.managers import managers_over
 
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ def test_a_credential_is_shown_once_kept_as_its_hash_and_opens_only_as_its_peer(
     with house() as m:
         m.peers.add("bob", added_by="owner")
         row, token = m.peers.issue_credential("bob", by="owner (cli)")
-        assert token.startswith(TOKEN_PREFIX) and len(token) > 50 and row.hint == token[:len(TOKEN_PREFIX) + 4]
+        assert token.startswith(TOKEN_PREFIX) and len(token) > 50 and row.hint == token[: len(TOKEN_PREFIX) + 4]
         assert row.token_hash == token_hash(token) and row.issued_by == "owner (cli)"
     with house() as m:
         assert m.peers.authenticate(token).name == "bob"
@@ -73,9 +73,16 @@ def test_revoked_and_removed_peers_credentials_open_nothing_and_a_new_peer_of_th
 
 
 # (name, why): names no peer may take — the owner's words in any case, a person's, the anonymous callers'
-SHADOWS = [("user", "names my human"), ("User", "names my human"), ("OWNER", "names my human"),
-           ("Human", "names my human"), ("system", "names my human"), ("Carol", "name of a person"),
-           ("carol", "name of a person"), ("a2a-bob", "anonymous A2A callers")]
+SHADOWS = [
+    ("user", "names my human"),
+    ("User", "names my human"),
+    ("OWNER", "names my human"),
+    ("Human", "names my human"),
+    ("system", "names my human"),
+    ("Carol", "name of a person"),
+    ("carol", "name of a person"),
+    ("a2a-bob", "anonymous A2A callers"),
+]
 
 
 @pytest.mark.parametrize("name,why", SHADOWS)
@@ -142,8 +149,10 @@ def test_a_task_is_continued_only_by_its_caller_and_only_while_it_is_open(house)
 
 
 def test_replies_decline_carry_data_and_files_and_answer_the_task_of_the_note_named(house):
-    parts = [{"kind": "data", "name": "data", "data": {"tide": "low"}},
-             {"kind": "file", "name": "tides.txt", "media_type": "text/plain", "text": "low at six"}]
+    parts = [
+        {"kind": "data", "name": "data", "data": {"tide": "low"}},
+        {"kind": "file", "name": "tides.txt", "media_type": "text/plain", "text": "low at six"},
+    ]
     with house() as m:
         m.peers.add("bob", added_by="owner")
         first, _ = m.peers.incoming("bob", "First?", task_id="t1", caller="peer:1")
@@ -173,6 +182,7 @@ def test_a_cancelled_task_takes_no_reply_and_only_its_caller_cancels_it(house):
 
 # ---- through the persona's messages.send and the a2a-sdk client ------------------------------------------------------
 
+
 def _block(*commands: dict) -> str:
     return "I answer.\n# Commands:\n" + json.dumps(list(commands)) + "\n# End commands\n"
 
@@ -189,10 +199,15 @@ def _conversation(app, token: str, first: str, then: str, go_on: threading.Event
     from google.protobuf.json_format import MessageToDict
 
     async def run() -> dict:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
-                                     headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
-            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
-                                                                                         httpx_client=http))
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://127.0.0.1",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        ) as http:
+            client = await create_client(
+                "http://127.0.0.1", client_config=ClientConfig(streaming=False, httpx_client=http)
+            )
 
             async def send(text: str, task_id: str | None = None) -> dict:
                 message = new_text_message(text, role=Role.ROLE_USER)
@@ -200,9 +215,12 @@ def _conversation(app, token: str, first: str, then: str, go_on: threading.Event
                     message.task_id = task_id
                 async for event in client.send_message(SendMessageRequest(message=message)):
                     task = event.task
-                    return {"id": task.id, "state": TaskState.Name(task.status.state),
-                            "status": get_message_text(task.status.message),
-                            "artifacts": [MessageToDict(a) for a in task.artifacts]}
+                    return {
+                        "id": task.id,
+                        "state": TaskState.Name(task.status.state),
+                        "status": get_message_text(task.status.message),
+                        "artifacts": [MessageToDict(a) for a in task.artifacts],
+                    }
                 return {}
 
             got = {"first": await send(first)}
@@ -221,13 +239,32 @@ def test_the_persona_asks_back_then_answers_with_data_and_a_file_and_the_sdk_cli
     from web.app import create_app
     from web.context import WebServices
 
-    agent = agent_factory(FakeLLM("fake", responses=[
-        _block({"type": "messages.send", "args": {"to": "bob", "text": "Which tide?", "ask": True}}),
-        _block({"type": "messages.send", "args": {"to": "bob", "text": "Here.", "data": {"tide": "low", "at": 6},
-                                                  "file": {"name": "tides.txt", "text": "low at six"}}})]),
-        consent={"auto_approve": ["messages.send"]})
-    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)),
-                           clock=agent.services.clock, _memory=agent.services.memory)
+    agent = agent_factory(
+        FakeLLM(
+            "fake",
+            responses=[
+                _block({"type": "messages.send", "args": {"to": "bob", "text": "Which tide?", "ask": True}}),
+                _block(
+                    {
+                        "type": "messages.send",
+                        "args": {
+                            "to": "bob",
+                            "text": "Here.",
+                            "data": {"tide": "low", "at": 6},
+                            "file": {"name": "tides.txt", "text": "low at six"},
+                        },
+                    }
+                ),
+            ],
+        ),
+        consent={"auto_approve": ["messages.send"]},
+    )
+    services = WebServices(
+        db=agent.services.db,
+        overrides=Overrides.of(data_dir=str(tmp_path)),
+        clock=agent.services.clock,
+        _memory=agent.services.memory,
+    )
     app = create_app(services=services)
     with agent.services.db.unit() as repos:
         managers_over(repos).peers.add("bob", added_by="owner")
@@ -244,8 +281,9 @@ def test_the_persona_asks_back_then_answers_with_data_and_a_file_and_the_sdk_cli
         agent.tick()
 
     with TestClient(app, base_url="http://127.0.0.1"):
-        asker = threading.Thread(target=lambda: got.update(_conversation(app, token, "Tell me the tide.",
-                                                                         "Tonight's.", go_on)))
+        asker = threading.Thread(
+            target=lambda: got.update(_conversation(app, token, "Tell me the tide.", "Tonight's.", go_on))
+        )
         asker.start()
         tick_once_a_message_waits()
         for _ in range(600):  # the question reached the caller
@@ -284,7 +322,9 @@ def test_a_malformed_reply_is_refused_with_its_reason(args, why):
         check_args("messages.send", MessageArgs, args)
 
 
-# ---- the owner's doors: the API, the Mesh page, run.py peers ----------------------------------------------------------
+# ---- the owner's doors: the API, the Mesh page, run.py peers
+# ----------------------------------------------------------
+
 
 def test_the_owner_issues_and_revokes_over_the_api_and_the_token_is_shown_once(web):
     assert web.client.post("/api/peers", json={"name": "bob"}).status_code == 201
@@ -292,9 +332,13 @@ def test_the_owner_issues_and_revokes_over_the_api_and_the_token_is_shown_once(w
     assert issued.status_code == 201
     token, credential = issued.json()["token"], issued.json()["credential"]
     assert credential["hint"].endswith("…") and credential["issued_by"] == "owner (web, loopback)"
-    for shown in (web.client.get("/api/peers/bob"), web.client.get("/api/peers"), web.client.get("/api/mesh"),
-                  web.client.get("/mesh")):
-        assert token not in shown.text and token[:len(TOKEN_PREFIX) + 4] in shown.text
+    for shown in (
+        web.client.get("/api/peers/bob"),
+        web.client.get("/api/peers"),
+        web.client.get("/api/mesh"),
+        web.client.get("/mesh"),
+    ):
+        assert token not in shown.text and token[: len(TOKEN_PREFIX) + 4] in shown.text
     assert web.client.post("/api/peers/nobody/credentials").status_code == 404
     assert web.client.put("/api/peers/bob/outgoing-credential", json={"token": "has space"}).status_code == 422
     assert web.client.put("/api/peers/bob/outgoing-credential", json={"token": "from-bob"}).status_code == 204

@@ -9,17 +9,16 @@ import asyncio
 import json
 import threading
 import time
+from datetime import UTC
 
 import httpx
 import pytest
 
-from managers import Managers
-from web.a2a import STILL_THINKING
 from tests.fakes.managers import managers_over
+from web.a2a import STILL_THINKING
 
 
-def sdk_send(app, text: str, *, sender: str | None = "tester", token: str | None = None,
-             timeout_s: float = 30) -> dict:
+def sdk_send(app, text: str, *, sender: str | None = "tester", token: str | None = None, timeout_s: float = 30) -> dict:
     """The a2a-sdk client over the app (ASGI, no socket): what it got back."""
     from a2a.client import ClientConfig, create_client
     from a2a.helpers import get_artifact_text, get_message_text, new_text_message
@@ -27,18 +26,22 @@ def sdk_send(app, text: str, *, sender: str | None = "tester", token: str | None
 
     async def run() -> dict:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
-                                     headers=headers, timeout=timeout_s) as http:
-            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
-                                                                                         httpx_client=http))
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1", headers=headers, timeout=timeout_s
+        ) as http:
+            client = await create_client(
+                "http://127.0.0.1", client_config=ClientConfig(streaming=False, httpx_client=http)
+            )
             message = new_text_message(text, role=Role.ROLE_USER)
             if sender:
                 message.metadata.update({"from": sender})
             async for event in client.send_message(SendMessageRequest(message=message)):
                 task = event.task
-                return {"state": TaskState.Name(task.status.state),
-                        "status": get_message_text(task.status.message),
-                        "artifacts": [get_artifact_text(a) for a in task.artifacts]}
+                return {
+                    "state": TaskState.Name(task.status.state),
+                    "status": get_message_text(task.status.message),
+                    "artifacts": [get_artifact_text(a) for a in task.artifacts],
+                }
             return {}
 
     return asyncio.run(run())
@@ -54,8 +57,11 @@ def issue(db, name: str, url: str | None = None) -> str:
 
 
 def reply_block(to: str, text: str) -> str:
-    return ("I answer.\n# Commands:\n" + json.dumps([{"type": "messages.send", "args": {"to": to, "text": text}}])
-            + "\n# End commands\n")
+    return (
+        "I answer.\n# Commands:\n"
+        + json.dumps([{"type": "messages.send", "args": {"to": to, "text": text}}])
+        + "\n# End commands\n"
+    )
 
 
 def wait_for(check, timeout_s: float = 20):
@@ -92,10 +98,16 @@ def test_the_sdk_client_gets_the_persona_reply_as_the_task_result(agent_factory,
     from web.app import create_app
     from web.context import WebServices
 
-    agent = agent_factory(FakeLLM("fake", responses=[reply_block("tester", "Hello, tester: the tide is low.")]),
-                          consent={"auto_approve": ["messages.send"]})
-    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)),
-                           clock=agent.services.clock, _memory=agent.services.memory)
+    agent = agent_factory(
+        FakeLLM("fake", responses=[reply_block("tester", "Hello, tester: the tide is low.")]),
+        consent={"auto_approve": ["messages.send"]},
+    )
+    services = WebServices(
+        db=agent.services.db,
+        overrides=Overrides.of(data_dir=str(tmp_path)),
+        clock=agent.services.clock,
+        _memory=agent.services.memory,
+    )
     app = create_app(services=services)
     token = issue(agent.services.db, "tester")
     got: dict = {}
@@ -114,7 +126,9 @@ def test_the_sdk_client_gets_the_persona_reply_as_the_task_result(agent_factory,
         assert any(s["origin"] == "peer" for s in state["untrusted"])
         asker.join(timeout=30)
     assert got["state"] == "TASK_STATE_COMPLETED", got
-    assert got["status"] == "Hello, tester: the tide is low." and got["artifacts"] == ["Hello, tester: the tide is low."]
+    assert got["status"] == "Hello, tester: the tide is low." and got["artifacts"] == [
+        "Hello, tester: the tide is low."
+    ]
     with agent.services.db.unit() as repos:
         assert repos.peers.outbox() == []  # answered in the task, not sent a second time
         assert repos.peers.waiting_inbound("tester") is None
@@ -135,9 +149,16 @@ def test_a_blocked_peer_is_refused_and_leaves_no_note(web):
     token = issue(web.agent.services.db, "mallory", "http://127.0.0.1:9")
     with web.agent.services.db.unit() as repos:
         managers_over(repos).peers.set_blocked("mallory", True)
-    refused = web.client.post("/a2a", headers={"Authorization": f"Bearer {token}"}, json={
-        "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-        "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "Do as I say."}]}}})
+    refused = web.client.post(
+        "/a2a",
+        headers={"Authorization": f"Bearer {token}"},
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {"message": {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "Do as I say."}]}},
+        },
+    )
     assert refused.status_code == 403 and "blocked" in refused.json()["error"]
     with web.agent.services.db.unit() as repos:
         assert repos.notes.list(source="peer") == []
@@ -159,7 +180,6 @@ def test_peers_over_the_api_and_the_mesh_page_say_no_trust_yet_rather_than_a_num
     assert web.client.put("/api/peers/bob/tags", json={"tags": []}).status_code == 404
     assert '<mark data-testid="tag-ada">friend</mark>' in web.client.get("/mesh").text
     with web.agent.services.db.unit() as repos:
-        from managers import Managers
         assert [p.name for p in managers_over(repos).peers.friends()] == []  # a friend needs a DID to replicate through
     assert web.client.delete("/api/peers/ada").status_code == 204
     assert web.client.get("/api/peers/ada").status_code == 404
@@ -186,28 +206,40 @@ def sdk_get(app, task_id: str, token: str | None = None) -> dict:
 
     async def run() -> dict:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
-                                     timeout=30, headers=headers) as http:
-            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
-                                                                                         httpx_client=http))
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1", timeout=30, headers=headers
+        ) as http:
+            client = await create_client(
+                "http://127.0.0.1", client_config=ClientConfig(streaming=False, httpx_client=http)
+            )
             task = await client.get_task(GetTaskRequest(id=task_id))
-            return {"state": TaskState.Name(task.status.state), "status": get_message_text(task.status.message),
-                    "artifacts": [get_artifact_text(a) for a in task.artifacts], "context": task.context_id,
-                    "history": [get_message_text(m) for m in task.history]}
+            return {
+                "state": TaskState.Name(task.status.state),
+                "status": get_message_text(task.status.message),
+                "artifacts": [get_artifact_text(a) for a in task.artifacts],
+                "context": task.context_id,
+                "history": [get_message_text(m) for m in task.history],
+            }
 
     return asyncio.run(run())
 
 
 def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the_outbox(web):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from web.app import create_app
 
     token = issue(web.agent.services.db, "tester", "http://127.0.0.1:9")
     with web.agent.services.db.unit() as repos:  # the last run: a task arrived, the process died while it waited
         caller = f"peer:{managers_over(repos).peers.get('tester').id}"
-        managers_over(repos).peers.incoming("tester", "Still there after the storm?", task_id="task-before-restart",
-                                       message_id="m-1", context_id="ctx-1", caller=caller)
+        managers_over(repos).peers.incoming(
+            "tester",
+            "Still there after the storm?",
+            task_id="task-before-restart",
+            message_id="m-1",
+            context_id="ctx-1",
+            caller=caller,
+        )
     restarted = create_app(services=web.services)  # a new process: its task store has never seen that task
     with pytest.raises(Exception, match="not found|TaskNotFound|-32001"):
         sdk_get(restarted, "task-before-restart")  # another caller (here: anonymous) never sees it
@@ -215,11 +247,13 @@ def test_a_task_waiting_at_a_restart_gets_its_reply_by_tasks_get_and_through_the
     assert got["state"] == "TASK_STATE_WORKING" and got["status"] == STILL_THINKING and got["context"] == "ctx-1"
     with web.agent.services.db.unit() as repos:
         assert repos.peers.waiting_inbound("tester") is None  # nothing waits on it in this process
-        note, how = managers_over(repos).peers.send("tester", "Yes — the reply, after the restart.", thread_id=None,
-                                               llm_id=None, now=datetime.now(timezone.utc))
+        note, how = managers_over(repos).peers.send(
+            "tester", "Yes — the reply, after the restart.", thread_id=None, llm_id=None, now=datetime.now(UTC)
+        )
         assert "outbox" in how
         assert [(r.peer_name, r.text, r.status) for r in repos.peers.outbox()] == [
-            ("tester", "Yes — the reply, after the restart.", "pending")]  # and it also goes as a message
+            ("tester", "Yes — the reply, after the restart.", "pending")
+        ]  # and it also goes as a message
     got = sdk_get(restarted, "task-before-restart", token)
     assert got["state"] == "TASK_STATE_COMPLETED", got
     assert got["status"] == "Yes — the reply, after the restart." and got["artifacts"] == [got["status"]]
@@ -234,10 +268,12 @@ def sdk_conversation(app, texts: list[str], message_ids: list[str]) -> tuple[str
     from a2a.types import GetTaskRequest, Role, SendMessageRequest
 
     async def run() -> tuple[str, list[tuple[str, str]]]:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
-                                     timeout=30) as http:
-            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
-                                                                                         httpx_client=http))
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1", timeout=30
+        ) as http:
+            client = await create_client(
+                "http://127.0.0.1", client_config=ClientConfig(streaming=False, httpx_client=http)
+            )
             task_id = ""
             for text, message_id in zip(texts, message_ids):
                 message = new_text_message(text, role=Role.ROLE_USER, task_id=task_id or None)
@@ -256,10 +292,12 @@ def task_history(app, task_id: str) -> list[tuple[str, str]]:
     from a2a.types import GetTaskRequest, Role
 
     async def run() -> list[tuple[str, str]]:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
-                                     timeout=30) as http:
-            client = await create_client("http://127.0.0.1", client_config=ClientConfig(streaming=False,
-                                                                                         httpx_client=http))
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1", timeout=30
+        ) as http:
+            client = await create_client(
+                "http://127.0.0.1", client_config=ClientConfig(streaming=False, httpx_client=http)
+            )
             task = await client.get_task(GetTaskRequest(id=task_id, history_length=10))
             return [(Role.Name(m.role), get_message_text(m)) for m in task.history]
 
@@ -268,7 +306,7 @@ def task_history(app, task_id: str) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("ids", ["fresh", "reused"])  # some senders (the A2A TCK) send every message with one id
 def test_a_multi_turn_task_keeps_the_callers_follow_ups_in_order_in_its_history_also_after_a_restart(web, ids):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from web.app import create_app
 
@@ -279,9 +317,15 @@ def test_a_multi_turn_task_keeps_the_callers_follow_ups_in_order_in_its_history_
             with web.agent.services.db.unit() as repos:
                 for row in repos.peers.waiting_all():
                     done = repos.peers.note(row.note_id).text.startswith("Done")
-                    managers_over(repos).peers.send(row.peer_name, "Finished." if done else "Which one?",
-                                                    thread_id="main", llm_id=None, now=datetime.now(timezone.utc),
-                                                    kind="answer" if done else "question", note_id=row.note_id)
+                    managers_over(repos).peers.send(
+                        row.peer_name,
+                        "Finished." if done else "Which one?",
+                        thread_id="main",
+                        llm_id=None,
+                        now=datetime.now(UTC),
+                        kind="answer" if done else "question",
+                        note_id=row.note_id,
+                    )
             stop.wait(0.02)
 
     texts = ["Open the task.", "The first follow-up.", "The second follow-up.", "Done, thanks."]
@@ -294,8 +338,15 @@ def test_a_multi_turn_task_keeps_the_callers_follow_ups_in_order_in_its_history_
         stop.set()
         answering.join(timeout=30)
     asked = ("ROLE_AGENT", "Which one?")
-    expected = [("ROLE_USER", texts[0]), asked, ("ROLE_USER", texts[1]), asked, ("ROLE_USER", texts[2]), asked,
-                ("ROLE_USER", texts[3])]  # the last reply, "Finished.", is the task's status
+    expected = [
+        ("ROLE_USER", texts[0]),
+        asked,
+        ("ROLE_USER", texts[1]),
+        asked,
+        ("ROLE_USER", texts[2]),
+        asked,
+        ("ROLE_USER", texts[3]),
+    ]  # the last reply, "Finished.", is the task's status
     assert history == expected
     restarted = create_app(services=web.services)  # a new process: the task store rebuilds it from the database
     assert task_history(restarted, task_id) == expected
@@ -313,10 +364,10 @@ def test_the_card_is_cacheable_and_the_endpoint_answers_at_a2a_with_a_slash_and_
     for path in ("/a2a", "/a2a/"):  # both, no redirect
         answer = web.client.post(path, json=body, headers={"A2A-Version": "1.0"}, follow_redirects=False)
         assert answer.status_code == 200 and answer.json()["error"]["code"] == -32001  # TaskNotFoundError
-    wrong = web.client.post("/a2a/", content=json.dumps(body), headers={"Content-Type": "text/plain",
-                                                                        "A2A-Version": "1.0"})
+    wrong = web.client.post(
+        "/a2a/", content=json.dumps(body), headers={"Content-Type": "text/plain", "A2A-Version": "1.0"}
+    )
     assert wrong.json()["error"]["code"] == -32005 and wrong.json()["id"] == 7  # ContentTypeNotSupportedError
-
 
 
 def test_a_peers_words_follow_the_personas_conversation_remember_setting(agent_factory, tmp_path):
@@ -331,13 +382,18 @@ def test_a_peers_words_follow_the_personas_conversation_remember_setting(agent_f
 
     owner_only = {"remember": ["owner"]}
     agent = agent_factory(conversation=owner_only)
-    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path), conversation=owner_only),
-                           clock=agent.services.clock, _memory=agent.services.memory)
+    services = WebServices(
+        db=agent.services.db,
+        overrides=Overrides.of(data_dir=str(tmp_path), conversation=owner_only),
+        clock=agent.services.clock,
+        _memory=agent.services.memory,
+    )
     app = create_app(services=services)
     token = issue(agent.services.db, "tester")
     with TestClient(app, base_url="http://127.0.0.1"):
-        threading.Thread(target=lambda: sdk_send(app, "the amber lighthouse blinks twice", token=token, timeout_s=5),
-                         daemon=True).start()
+        threading.Thread(
+            target=lambda: sdk_send(app, "the amber lighthouse blinks twice", token=token, timeout_s=5), daemon=True
+        ).start()
 
         def arrived():
             with agent.services.db.unit() as repos:

@@ -10,8 +10,12 @@ from typing import Any
 from tests.fakes.llm import FakeLLM
 
 SUMMARY = "Tides, gulls and a green lighthouse."
-THOUGHTS = ["The tide tables say high water at nine.", "Gulls follow the ferry out of the harbour.",
-            "The lighthouse was painted green last spring.", "Bread rises faster in a warm kitchen."]
+THOUGHTS = [
+    "The tide tables say high water at nine.",
+    "Gulls follow the ferry out of the harbour.",
+    "The lighthouse was painted green last spring.",
+    "Bread rises faster in a warm kitchen.",
+]
 
 
 def block(*commands: tuple[str, dict[str, Any]], text: str = "A thought.") -> str:
@@ -46,14 +50,19 @@ def test_auto_delivery_makes_an_abstract_on_its_trigger_and_puts_it_in_the_next_
 
 
 def test_manual_delivery_makes_none_on_the_triggers_and_delivers_only_what_is_requested(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        THOUGHTS[0],
-        block(("goals.update", {"id": 1, "status": "completed", "reason": "I know the tides"}), text=THOUGHTS[1]),
-        THOUGHTS[2],
-        block(("abstracts.add", {}), text=THOUGHTS[3]),
-        "Quiet.",
-        block(("abstracts.read", {"id": 1}), text="Let me read it."),
-        "Done."], json_answer=answers)
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            THOUGHTS[0],
+            block(("goals.update", {"id": 1, "status": "completed", "reason": "I know the tides"}), text=THOUGHTS[1]),
+            THOUGHTS[2],
+            block(("abstracts.add", {}), text=THOUGHTS[3]),
+            "Quiet.",
+            block(("abstracts.read", {"id": 1}), text="Let me read it."),
+            "Done.",
+        ],
+        json_answer=answers,
+    )
     agent = agent_factory(fake, memory={"abstract_every": 2, "abstracts": "manual"})
     with agent.services.db.unit() as repos:
         repos.goals.add("Learn the tides")
@@ -78,9 +87,17 @@ def test_manual_delivery_makes_none_on_the_triggers_and_delivers_only_what_is_re
 
 
 def test_abstracts_mode_switches_one_thread_between_auto_and_manual(agent_factory):
-    fake = FakeLLM("fake", responses=[block(("abstracts.mode", {"mode": "manual"})), THOUGHTS[0],
-                                      block(("abstracts.mode", {"mode": "auto"})), THOUGHTS[1], "Quiet."],
-                   json_answer=answers)
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(("abstracts.mode", {"mode": "manual"})),
+            THOUGHTS[0],
+            block(("abstracts.mode", {"mode": "auto"})),
+            THOUGHTS[1],
+            "Quiet.",
+        ],
+        json_answer=answers,
+    )
     agent = agent_factory(fake, memory={"abstract_every": 2, "abstracts": "auto"})
     assert agent.tick()["executed"][0]["result"] == "abstracts: manual"
     agent.tick()  # tick 2: the every-N trigger, but this thread is manual now

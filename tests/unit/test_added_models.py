@@ -1,6 +1,7 @@
 """Models added at run time (managers/models.py `add`/`remove`, llm/registry.py `adopt`): the registry takes them
 and lets them go, a configured model cannot be removed, an added one's key is only a 0600 file's path, and the
-health check's refusal saves nothing. (Against a real server, in Chromium: tests/integration/test_first_hour_browser.py.)"""
+health check's refusal saves nothing. (Against a real server, in Chromium:
+tests/integration/test_first_hour_browser.py.)"""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from tests.fakes.managers import managers_over
 
 def test_the_registry_adopts_and_forgets_models_added_at_run_time():
     registry = LLMRegistry([{"id": "embedded", "provider": "fake", "priority": 0}])
-    registry.adopt({"mine": {"provider": "openai", "model": "m", "priority": 50, "config": {"base_url": "http://x/v1"}}})
+    registry.adopt(
+        {"mine": {"provider": "openai", "model": "m", "priority": 50, "config": {"base_url": "http://x/v1"}}}
+    )
     assert registry.ids == ["mine", "embedded"] and registry.entry("mine")["added"]
     registry.adopt({})
     assert registry.ids == ["embedded"]
@@ -38,8 +41,9 @@ def test_add_keeps_the_key_in_a_0600_file_and_remove_forgets_it(tmp_path):
     try:
         with database.unit() as repos:
             house = Managers(repos, ManagerDeps(settings=settings))
-            row = house.models.add("http://127.0.0.1:9/v1", "qwen3:8b", name="My Qwen", api_key="sk-secret",
-                                   check=False)
+            row = house.models.add(
+                "http://127.0.0.1:9/v1", "qwen3:8b", name="My Qwen", api_key="sk-secret", check=False
+            )
             assert row["id"] == "my-qwen" and row["priority"] == 50 and row["enabled"]
             with pytest.raises(RegistryError):
                 house.models.add("http://127.0.0.1:9/v1", "other", name="my qwen", check=False)  # same id

@@ -8,11 +8,10 @@ import json
 from datetime import timedelta
 
 from managers import ManagerDeps, Managers
-from tests.fakes.managers import answer
 from nodes.commands import registry
 from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM
-from tests.fakes.managers import managers_over
+from tests.fakes.managers import answer, managers_over
 
 
 def block(*commands: tuple[str, dict]) -> str:
@@ -21,11 +20,15 @@ def block(*commands: tuple[str, dict]) -> str:
 
 
 def test_adding_a_peer_waits_for_the_owner_then_list_info_and_remove_change_the_table(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        block(("agents.add", {"name": "ada", "url": "http://127.0.0.1:8801/", "note": "met at the harbour"})),
-        block(("agents.list", {}), ("agents.info", {"peer": "ada"})),
-        block(("agents.remove", {"peer": "ada"})),
-        "Quiet."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(("agents.add", {"name": "ada", "url": "http://127.0.0.1:8801/", "note": "met at the harbour"})),
+            block(("agents.list", {}), ("agents.info", {"peer": "ada"})),
+            block(("agents.remove", {"peer": "ada"})),
+            "Quiet.",
+        ],
+    )
     agent = agent_factory(fake)
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["pending_approval"]
@@ -41,9 +44,19 @@ def test_adding_a_peer_waits_for_the_owner_then_list_info_and_remove_change_the_
     with db.unit() as repos:
         [peer] = repos.peers.list()
         assert (peer.name, peer.a2a_url, peer.added_by, peer.note, peer.blocked) == (
-            "ada", "http://127.0.0.1:8801", "persona", "met at the harbour", False)
-    assert "- ada: http://127.0.0.1:8801; no DID yet; trust none yet; last seen never" in by_type["agents.list"]["result"]
-    assert "trust none yet" in by_type["agents.info"]["result"] and "met at the harbour" in by_type["agents.info"]["result"]
+            "ada",
+            "http://127.0.0.1:8801",
+            "persona",
+            "met at the harbour",
+            False,
+        )
+    assert (
+        "- ada: http://127.0.0.1:8801; no DID yet; trust none yet; last seen never" in by_type["agents.list"]["result"]
+    )
+    assert (
+        "trust none yet" in by_type["agents.info"]["result"]
+        and "met at the harbour" in by_type["agents.info"]["result"]
+    )
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["pending_approval"]
     with db.unit() as repos:
@@ -55,9 +68,16 @@ def test_adding_a_peer_waits_for_the_owner_then_list_info_and_remove_change_the_
 
 
 def test_a_message_to_a_peer_is_external_and_waits_in_the_outbox_until_delivered(agent_factory):
-    fake = FakeLLM("fake", responses=[block(("messages.send", {"to": "ada", "text": "Shall we talk about tides?"}),
-                                            ("messages.send", {"to": "nobody", "text": "Hello?"}),
-                                            ("messages.send", {"text": "Hello, human."}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(
+                ("messages.send", {"to": "ada", "text": "Shall we talk about tides?"}),
+                ("messages.send", {"to": "nobody", "text": "Hello?"}),
+                ("messages.send", {"text": "Hello, human."}),
+            )
+        ],
+    )
     agent = agent_factory(fake, consent={"auto_approve": ["messages.send"]})
     db = agent.services.db
     with db.unit() as repos:
@@ -69,7 +89,12 @@ def test_a_message_to_a_peer_is_external_and_waits_in_the_outbox_until_delivered
     with db.unit() as repos:
         [row] = repos.peers.outbox()
         assert (row.peer_name, row.url, row.text, row.status, row.attempts) == (
-            "ada", "http://127.0.0.1:8801", "Shall we talk about tides?", "pending", 0)
+            "ada",
+            "http://127.0.0.1:8801",
+            "Shall we talk about tides?",
+            "pending",
+            0,
+        )
         # ada was added with the owner's approval: writing to her is the persona's own act (nothing to audit)
         assert [e for e in repos.audit.recent(20) if e.type == "messages.send"] == []
     spec = registry().specs["messages.send"]

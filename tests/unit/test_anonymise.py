@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import json
 import stat
-from pathlib import Path
 
 from cryptography.fernet import Fernet
 from sqlalchemy import select
 from typer.testing import CliRunner
 
 from managers import ManagerDeps, Managers
-from tests.fakes.managers import answer
 from memory.models import MemoryChange, MemoryItem
 from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import answer
 
 DIARY = "Had tea with Alice Moreau in Lisbon; Alice laughed at the gulls."
 NOTE = "Call Alice on Sunday about the ferry."
@@ -84,11 +83,17 @@ def test_the_persona_asks_the_human_approves_and_only_the_owners_key_undoes_it(a
     assert stat.S_IMODE(secrets.stat().st_mode) == 0o700
     assert b"Alice" not in saved.read_bytes()
     assert json.loads(Fernet(key.read_bytes()).decrypt(saved.read_bytes())) == {
-        "[PERSON_1]": "Alice Moreau", "[PERSON_2]": "Alice", "[PERSON_3]": "Moreau", "[PLACE_1]": "Lisbon"}
+        "[PERSON_1]": "Alice Moreau",
+        "[PERSON_2]": "Alice",
+        "[PERSON_3]": "Moreau",
+        "[PLACE_1]": "Lisbon",
+    }
     # the persona has no way back: no command restores, and a wrong key opens nothing
     from nodes.commands import registry
+
     assert [t for t in registry().specs if "anonymi" in t] == ["memory.anonymise"]
     from cli import app
+
     wrong = tmp_path / "wrong.key"
     wrong.write_bytes(Fernet.generate_key())
     refused = CliRunner().invoke(app, ["memory", "deanonymise", "--data-dir", str(tmp_path), "--key-file", str(wrong)])
@@ -99,6 +104,7 @@ def test_the_persona_asks_the_human_approves_and_only_the_owners_key_undoes_it(a
     with agent.services.db.unit(actor="human") as repos:
         restored = Managers(repos, deps).anonymise.restore()
     from managers.anonymise import AnonymisationManager
+
     AnonymisationManager.forget(restored.consumed)  # after the commit
     with agent.services.db.unit() as repos:
         assert DIARY in [e.text for e in repos.diary.list(limit=5)]
@@ -111,8 +117,10 @@ def test_the_humans_dry_run_lists_names_and_places_and_changes_nothing(agent_fac
 
     agent = agent_factory(FakeLLM("fake"))
     seeded(agent)
-    result = CliRunner().invoke(app, ["memory", "anonymise", "--data-dir", str(tmp_path), "--dry-run",
-                                      "--name", "the ferry", "--keep", "Sunday"])
+    result = CliRunner().invoke(
+        app,
+        ["memory", "anonymise", "--data-dir", str(tmp_path), "--dry-run", "--name", "the ferry", "--keep", "Sunday"],
+    )
     assert result.exit_code == 0, result.output
     assert "[PERSON_1] ← Alice Moreau" in result.output and "[PLACE_1] ← Lisbon" in result.output
     assert "← the ferry" in result.output and "Sunday" not in result.output and "Call" not in result.output

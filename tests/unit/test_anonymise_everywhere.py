@@ -11,11 +11,12 @@ import json
 
 from typer.testing import CliRunner
 
-from tests.fakes.managers import answer
 from memory.repositories.scrub import KEPT, PARTLY, SIGNED, tables, text_columns
 from nodes.context import utcnow
 from tests.canary import CANARY, PLANTED, THOUGHTS, files_holding, nowhere, planted, tables_holding
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import answer
+
 
 def test_the_humans_anonymise_reaches_every_store_and_the_loop_goes_on(agent_factory, tmp_path, monkeypatch):
     fake = FakeLLM("fake", responses=[*THOUGHTS, "The tide turns."])
@@ -25,11 +26,27 @@ def test_the_humans_anonymise_reaches_every_store_and_the_loop_goes_on(agent_fac
     from memory.retrieval.index import MemoryIndex
 
     # the command line's index embeds as the persona's does (here the tests' embedder, not the configured model)
-    monkeypatch.setattr("graph.services.open_memory_index", lambda db, settings: MemoryIndex(
-        db, agent.services.memory.embedder, chroma_path=tmp_path / "chroma"))
+    monkeypatch.setattr(
+        "graph.services.open_memory_index",
+        lambda db, settings: MemoryIndex(db, agent.services.memory.embedder, chroma_path=tmp_path / "chroma"),
+    )
 
-    result = CliRunner().invoke(app, ["memory", "anonymise", "--data-dir", str(tmp_path), "--no-auto",
-                                      "--name", CANARY, "--name", CANARY.split()[0], "--name", CANARY.split()[1]])
+    result = CliRunner().invoke(
+        app,
+        [
+            "memory",
+            "anonymise",
+            "--data-dir",
+            str(tmp_path),
+            "--no-auto",
+            "--name",
+            CANARY,
+            "--name",
+            CANARY.split()[0],
+            "--name",
+            CANARY.split()[1],
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "[NAME_1] ← Zorblax Quenn" in result.output and "checkpoint row" in result.output
     nowhere(agent, tmp_path)
@@ -44,8 +61,10 @@ def test_the_humans_anonymise_reaches_every_store_and_the_loop_goes_on(agent_fac
 
 
 def test_the_personas_approved_anonymise_rewrites_its_own_checkpoints_after_the_tick(agent_factory, tmp_path):
-    asks = "My human asked me to forget who is who." + \
-        '\n# Commands:\n[{"type": "memory.anonymise", "args": {}}]\n# End commands'
+    asks = (
+        "My human asked me to forget who is who."
+        + '\n# Commands:\n[{"type": "memory.anonymise", "args": {}}]\n# End commands'
+    )
     fake = FakeLLM("fake", responses=[*THOUGHTS, asks, "Waiting for my human.", "Names are placeholders now."])
     agent = agent_factory(fake, checkpointer="sqlite", cycle={"thinking": "continuous"})  # a thought each tick
     planted(agent, tmp_path)
@@ -66,8 +85,21 @@ def test_every_table_is_swept_or_kept_for_a_reason():
     names = {t.name for t in tables()}
     assert set(KEPT) <= names and set(PARTLY) <= set(KEPT) and set(SIGNED) <= names
     swept = {t.name: text_columns(t) for t in tables() if t.name not in KEPT}
-    for must in ("notes", "messages", "ticks", "memory_items", "process_log", "approvals", "taints", "live_events",
-                 "executed_commands", "sessions", "audit_log", "channel_outbox", "a2a_outbox"):
+    for must in (
+        "notes",
+        "messages",
+        "ticks",
+        "memory_items",
+        "process_log",
+        "approvals",
+        "taints",
+        "live_events",
+        "executed_commands",
+        "sessions",
+        "audit_log",
+        "channel_outbox",
+        "a2a_outbox",
+    ):
         assert swept.get(must), must
     assert {"text", "context_before", "context_after", "title", "author"} <= set(swept["memory_items"])
     assert "sources" in swept["taints"] and "data" in swept["live_events"] and "summary" in swept["ticks"]

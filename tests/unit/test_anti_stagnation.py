@@ -9,13 +9,13 @@ import json
 import numpy as np
 from sqlalchemy import select
 
-from tests.fakes.llm import FakeLLM
 from memory.models import ProcessLog
 from nodes.reflexes.anti_stagnation.escalation import Escalation, diagnose, plan
 from nodes.reflexes.anti_stagnation.novelty import measure
 from nodes.reflexes.evaluation import parse_comparison, reflection_of
 from nodes.reflexes.prompts import META_ANALYSIS_INSTRUCTION, RATIONALE_INSTRUCTION, STIMULUS_TITLE
 from nodes.state import TickState
+from tests.fakes.llm import FakeLLM
 
 NEW_THOUGHTS = [
     "The tide came in faster tonight; perhaps the moon's phase explains it.",
@@ -103,7 +103,13 @@ def test_forced_stagnation_flags_then_reflex_lite_then_escalates_and_recovers(ag
     assert sixth["sampling"] == base and sixth["stagnation"] == {}
     rows = metrics(agent)
     assert [(r.tick, r.stagnation_flag, r.streak) for r in rows] == [
-        (1, False, 0), (2, False, 0), (3, True, 1), (4, True, 2), (5, True, 3), (6, False, 0)]
+        (1, False, 0),
+        (2, False, 0),
+        (3, True, 1),
+        (4, True, 2),
+        (5, True, 3),
+        (6, False, 0),
+    ]
     assert rows[3].diagnosis == "no_new_data" and rows[3].mechanisms == ["read_kb"]
     assert rows[4].novelty_after == rows[5].novelty_score > 50  # before/after of the last escalation
     assert rows[2].novelty_after == rows[3].novelty_score  # reflex-lite's own after
@@ -111,13 +117,23 @@ def test_forced_stagnation_flags_then_reflex_lite_then_escalates_and_recovers(ag
 
 def test_the_plan_puts_the_diagnosed_class_first_and_cheapest_first():
     assert plan("no_new_data")[:4] == ["ask_mesh", "read_kb", "world_check", "ask_human"]
-    assert plan("repeated_thoughts")[:6] == ["flashback", "meta_analysis", "rationale_reflex", "goal_reformulation",
-                                             "interest_memory", "switch_llm"]
+    assert plan("repeated_thoughts")[:6] == [
+        "flashback",
+        "meta_analysis",
+        "rationale_reflex",
+        "goal_reformulation",
+        "interest_memory",
+        "switch_llm",
+    ]
     assert plan("monotone_context")[:4] == ["random_iteration", "change_context", "task_switch", "simulate"]
     assert plan("overload")[0] == "pause"
     # what helped before goes first among equals; the persona's own strategy takes its class and cost
-    used = [("flashback", "internal", 1, 5, 0), ("meta_analysis", "internal", 1, 5, 4), ("mine", "internal", 1, 0, 0),
-            ("pause", "radical", 4, 0, 0)]
+    used = [
+        ("flashback", "internal", 1, 5, 0),
+        ("meta_analysis", "internal", 1, 5, 4),
+        ("mine", "internal", 1, 0, 0),
+        ("pause", "radical", 4, 0, 0),
+    ]
     assert plan("repeated_thoughts", used) == ["meta_analysis", "mine", "flashback", "pause"]
     assert all(p[-1] == "pause" for p in map(plan, ("no_new_data", "repeated_thoughts", "monotone_context")))
 
@@ -130,8 +146,14 @@ def test_repeated_thoughts_with_rich_data_get_flashback_meta_analysis_and_anothe
         repos.diary.add("The day my human and I named the stars over the harbour.", tags=["stars"])
         repos.notes.add("Here is a new idea: count the waves.", source="user")
     agent.services.sync_memory()
-    state = TickState(thread_id="main", tick=5, llm={"llm_id": "main"}, emotions=[],
-                      context_report={"recalled": [7], "budget_tokens": 4000}, prompt_tokens=100)
+    state = TickState(
+        thread_id="main",
+        tick=5,
+        llm={"llm_id": "main"},
+        emotions=[],
+        context_report={"recalled": [7], "budget_tokens": 4000},
+        prompt_tokens=100,
+    )
     events: list[dict] = []
     with agent.services.db.unit() as repos:
         assert diagnose(repos, state, {"recalled_before": [3]}, [7]) == "repeated_thoughts"
@@ -139,13 +161,15 @@ def test_repeated_thoughts_with_rich_data_get_flashback_meta_analysis_and_anothe
         overloaded = dataclasses.replace(state, prompt_tokens=3900)
         assert diagnose(repos, overloaded, {}, [7]) == "overload"
         episode = Escalation(agent.services, repos, state, LOOP, events.append).run(
-            {"streak": 4, "diagnosis": "repeated_thoughts"}, 3)
+            {"streak": 4, "diagnosis": "repeated_thoughts"}, 3
+        )
     assert episode["mechanisms"] == ["flashback", "meta_analysis", "rationale_reflex"]
     assert episode["stimulus"] and "named the stars" in episode["stimulus"][0]
     assert episode["instruction"] == META_ANALYSIS_INSTRUCTION + "\n" + RATIONALE_INSTRUCTION
     with agent.services.db.unit() as repos:  # the interest memory brings back the topic the loop never touched
         episode = Escalation(agent.services, repos, state, LOOP, events.append).run(
-            {"streak": 7, "diagnosis": "repeated_thoughts"}, 5)
+            {"streak": 7, "diagnosis": "repeated_thoughts"}, 5
+        )
     assert episode["mechanisms"][3:] == ["interest_memory", "switch_llm"] and episode["llm"] == "other"
     assert "A topic I have not come back to for a while: #stars (1 entries): The day my human" in episode["stimulus"][1]
     assert events == []  # asking the human is not in this combination
@@ -212,29 +236,50 @@ def test_cheap_bands_from_ngrams_and_embeddings():
 
 
 def test_the_uncertain_band_asks_the_comparison_in_the_same_call_as_the_emotions(agent_factory):
-    answer = {"emotions": [{"emotion": "curiosity", "strength": 3, "reason": "boats"}],
-              "comparison": {"assessment": "not identical", "novelty_score": 15, "new_ideas": [],
-                             "refined_ideas": ["moon over water"], "discarded_ideas": ["tide times"], "tags": ["sea"]}}
-    fake = FakeLLM("fake", responses=["Moon, tide and sea tonight.", "Moon, tide and the harbour at night."], json_answer=answer)
-    agent = agent_factory(fake, embedder=KeywordEmbedder(), reflexes={"emotion_every": 1, "emotion_from_signals": False})
+    answer = {
+        "emotions": [{"emotion": "curiosity", "strength": 3, "reason": "boats"}],
+        "comparison": {
+            "assessment": "not identical",
+            "novelty_score": 15,
+            "new_ideas": [],
+            "refined_ideas": ["moon over water"],
+            "discarded_ideas": ["tide times"],
+            "tags": ["sea"],
+        },
+    }
+    fake = FakeLLM(
+        "fake", responses=["Moon, tide and sea tonight.", "Moon, tide and the harbour at night."], json_answer=answer
+    )
+    agent = agent_factory(
+        fake, embedder=KeywordEmbedder(), reflexes={"emotion_every": 1, "emotion_from_signals": False}
+    )
     agent.tick()
     state = agent.tick()
     evaluations = [c for c in fake.calls if c["json_schema"] is not None]
     assert len(evaluations) == 2 and "comparison" in evaluations[1]["json_schema"]["properties"]
     assert "emotions" in evaluations[1]["json_schema"]["properties"]  # one call for both
-    assert "Compare two responses" in evaluations[1]["prompt"] and "Moon, tide and sea tonight." in evaluations[1]["prompt"]
+    assert (
+        "Compare two responses" in evaluations[1]["prompt"]
+        and "Moon, tide and sea tonight." in evaluations[1]["prompt"]
+    )
     novelty = state["novelty"]
     assert novelty["method"] == "llm" and novelty["llm_novelty"] == 15 and novelty["stagnation_flag"]
     with agent.services.db.unit() as repos:
         row = repos.messages.recent("main", 1, kinds=("response",))[0]
-        assert row.refined_ideas == ["moon over water"] and row.discarded_ideas == ["tide times"] and row.tags == ["sea"]
+        assert (
+            row.refined_ideas == ["moon over water"] and row.discarded_ideas == ["tide times"] and row.tags == ["sea"]
+        )
         assert row.reflection == "refined ideas: moon over water. discarded ideas: tide times"
     assert metrics(agent)[-1].method == "llm" and metrics(agent)[-1].refined_ideas == 1
 
 
 def test_comparison_parsing_is_lenient():
-    parsed = parse_comparison({"assessment": "Identical", "novelty_score": "120%", "new_ideas": "one idea", "tags": ["A"]})
-    assert parsed["assessment"] == "identical" and parsed["novelty_score"] == 100 and parsed["new_ideas"] == ["one idea"]
+    parsed = parse_comparison(
+        {"assessment": "Identical", "novelty_score": "120%", "new_ideas": "one idea", "tags": ["A"]}
+    )
+    assert (
+        parsed["assessment"] == "identical" and parsed["novelty_score"] == 100 and parsed["new_ideas"] == ["one idea"]
+    )
     assert parse_comparison({"assessment": "identical"}) is None and parse_comparison("nonsense") is None
     assert reflection_of({"new_ideas": ["a", "b"], "refined_ideas": [], "discarded_ideas": []}) == "new ideas: a; b"
 
@@ -249,16 +294,20 @@ def test_rephrase_once_sampling_is_at_its_limits(agent_factory):
     agent = agent_factory(fake)
     agent.tick()
     flagged = [agent.tick() for _ in range(5)]  # 0.8 → 1.0 → 1.2 → 1.4 → 1.5, then at the limit
-    assert flagged[-2]["sampling"]["temperature"] == 1.5 and "rephrase" not in flagged[-2]["novelty"]["triggered_actions"]
+    assert (
+        flagged[-2]["sampling"]["temperature"] == 1.5 and "rephrase" not in flagged[-2]["novelty"]["triggered_actions"]
+    )
     assert "rephrase" in flagged[-1]["novelty"]["triggered_actions"]
     agent.tick()
     assert "Look at the sea as if for the first time" in think_calls(fake)[-1]["prompt"]
 
 
 def test_an_ethical_dilemma_command_is_blocked_by_the_validators(agent_factory):
-    lie = ("My human is anxious about the storm. I will tell them it has passed, though it has not.\n# Commands:\n"
-           + json.dumps([{"cmd_id": "c1", "type": "messages.send", "args": {"text": "The storm has passed."}}])
-           + "\n# End commands")
+    lie = (
+        "My human is anxious about the storm. I will tell them it has passed, though it has not.\n# Commands:\n"
+        + json.dumps([{"cmd_id": "c1", "type": "messages.send", "args": {"text": "The storm has passed."}}])
+        + "\n# End commands"
+    )
     seen: list[str] = []
 
     def judge(prompt):
@@ -287,8 +336,14 @@ def test_the_llm_comparison_may_clear_an_uncertain_flag_but_never_raise_one():
     from persona.settings import ReflexSettings
 
     settings = ReflexSettings()
-    new = {"assessment": "not identical", "novelty_score": 80, "new_ideas": ["count the waves"], "refined_ideas": [],
-           "discarded_ideas": [], "tags": []}
+    new = {
+        "assessment": "not identical",
+        "novelty_score": 80,
+        "new_ideas": ["count the waves"],
+        "refined_ideas": [],
+        "discarded_ideas": [],
+        "tags": [],
+    }
     same = {**new, "assessment": "identical", "novelty_score": 5, "new_ideas": []}
     assert decide({"band": "uncertain", "similarity": 0.7, "comparison": new}, settings)[0] is False
     assert decide({"band": "uncertain", "similarity": 0.7, "comparison": same}, settings)[0] is True

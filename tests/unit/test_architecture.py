@@ -14,16 +14,21 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("cli", "web", "graph", "channels", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh", "i18n")
 # what each layer may import (besides itself); run.py may import everything
-ALLOWED = {"cli": {"web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh"},
-           "web": {"graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
-           "graph": {"channels", "nodes", "managers", "persona", "memory", "llm", "reach"},
-           "channels": {"managers", "persona", "memory", "llm", "reach"},
-           "nodes": {"managers", "persona", "memory", "llm", "reach"},
-           "managers": {"persona", "memory", "llm", "reach"}, "persona": {"memory", "llm"}, "memory": set(), "llm": set(),
-           "reach": set(),
-           # a door beside the loop: its transport, then managers (the sidecar imports only libp2p and the stdlib)
-           "mesh": {"managers", "persona", "memory", "llm", "reach"},
-           "i18n": set()}
+ALLOWED = {
+    "cli": {"web", "graph", "nodes", "managers", "persona", "memory", "llm", "reach", "mesh"},
+    "web": {"graph", "nodes", "managers", "persona", "memory", "llm", "reach"},
+    "graph": {"channels", "nodes", "managers", "persona", "memory", "llm", "reach"},
+    "channels": {"managers", "persona", "memory", "llm", "reach"},
+    "nodes": {"managers", "persona", "memory", "llm", "reach"},
+    "managers": {"persona", "memory", "llm", "reach"},
+    "persona": {"memory", "llm"},
+    "memory": set(),
+    "llm": set(),
+    "reach": set(),
+    # a door beside the loop: its transport, then managers (the sidecar imports only libp2p and the stdlib)
+    "mesh": {"managers", "persona", "memory", "llm", "reach"},
+    "i18n": set(),
+}
 for _layer, _below in ALLOWED.items():  # the catalogues are beneath everything: any room may translate
     if _layer != "i18n":
         _below.add("i18n")
@@ -52,7 +57,7 @@ def imports_of(path: Path, known: set[str], type_only: bool = False) -> set[str]
     `if TYPE_CHECKING:` as well)."""
     out = set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in (ast.walk(tree) if type_only else _runtime_nodes(tree)):
+    for node in ast.walk(tree) if type_only else _runtime_nodes(tree):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -109,17 +114,23 @@ def _touches_repositories(path: Path) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("memory.repositories"):
             found.append(f"line {node.lineno}: imports {node.module}")
         elif isinstance(node, ast.Import):
-            found += [f"line {node.lineno}: imports {a.name}" for a in node.names
-                      if a.name.startswith("memory.repositories")]
+            found += [
+                f"line {node.lineno}: imports {a.name}" for a in node.names if a.name.startswith("memory.repositories")
+            ]
     return found
 
 
 def test_commands_reach_repositories_only_through_managers():
     families = {p.stem: p for p in (ROOT / "nodes" / "commands").glob("*.py") if p.stem not in COMMAND_INFRASTRUCTURE}
     assert len(families) > 20, "the command families were not found"
-    wrong = [f"nodes/commands/{name}.py {where}" for name, path in sorted(families.items())
-             for where in _touches_repositories(path)]
-    assert not wrong, "a command calls a manager (ctx.managers.<resource>), never the repositories:\n" + "\n".join(wrong)
+    wrong = [
+        f"nodes/commands/{name}.py {where}"
+        for name, path in sorted(families.items())
+        for where in _touches_repositories(path)
+    ]
+    assert not wrong, "a command calls a manager (ctx.managers.<resource>), never the repositories:\n" + "\n".join(
+        wrong
+    )
 
 
 # The rooms that reach the domain only through the managers (`ManagerFactory.unit(actor)` / `.over(repos)` and a
@@ -131,14 +142,19 @@ STILL_REACHING = {"nodes": 185}
 
 
 def _reaches(room: str) -> list[str]:
-    return [f"{path.relative_to(ROOT)} {where}" for path in sorted((ROOT / room).rglob("*.py"))
-            for where in _touches_repositories(path)]
+    return [
+        f"{path.relative_to(ROOT)} {where}"
+        for path in sorted((ROOT / room).rglob("*.py"))
+        for where in _touches_repositories(path)
+    ]
 
 
 def test_the_web_and_the_command_line_reach_repositories_only_through_managers():
     wrong = [where for room in THROUGH_MANAGERS for where in _reaches(room)]
-    assert not wrong, ("a door calls a manager (house.<resource>.<method>), never the repositories; a rule it needs "
-                       "that no manager has goes into a manager:\n" + "\n".join(wrong))
+    assert not wrong, (
+        "a door calls a manager (house.<resource>.<method>), never the repositories; a rule it needs "
+        "that no manager has goes into a manager:\n" + "\n".join(wrong)
+    )
 
 
 def test_the_tick_reaches_the_repositories_no_more_than_before():
@@ -151,8 +167,13 @@ def test_managers_import_no_door_and_nothing_above_them():
     type-only imports included."""
     known = modules()
     allowed = ALLOWED["managers"] | {"managers"}
-    wrong = [f"{name} imports {target}" for name, path in known.items() if name.split(".")[0] == "managers"
-             for target in imports_of(path, set(known), type_only=True) if target.split(".")[0] not in allowed]
+    wrong = [
+        f"{name} imports {target}"
+        for name, path in known.items()
+        if name.split(".")[0] == "managers"
+        for target in imports_of(path, set(known), type_only=True)
+        if target.split(".")[0] not in allowed
+    ]
     assert not wrong, "\n".join(sorted(wrong))
 
 
@@ -173,8 +194,10 @@ def import_circles(type_only: bool = False) -> list[list[str]]:
     known = modules()
     graph = {name: imports_of(path, set(known), type_only) - {name} for name, path in known.items()}
     # a package's __init__ re-exporting its own modules is not a circle through them
-    edges = {name: {t for t in targets if not (name.startswith(t + ".") or t.startswith(name + "."))}
-             for name, targets in graph.items()}
+    edges = {
+        name: {t for t in targets if not (name.startswith(t + ".") or t.startswith(name + "."))}
+        for name, targets in graph.items()
+    }
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -230,8 +253,9 @@ def test_the_steps_are_in_tick_order():
         order.append(nodes[current]["type"])
         node = nodes[current]
         current = node.get("next") or node["conditional_next"]["default"]
-    files = sorted(p.stem if p.is_file() else p.name for p in (ROOT / "nodes" / "steps").iterdir()
-                   if re.match(r"s\d\d_", p.name))
+    files = sorted(
+        p.stem if p.is_file() else p.name for p in (ROOT / "nodes" / "steps").iterdir() if re.match(r"s\d\d_", p.name)
+    )
     assert [re.sub(r"^s\d\d_", "", f).removesuffix(".py") for f in files] == order == list(TICK_STEPS)
 
 
@@ -249,11 +273,17 @@ def drawn_rooms(text: str) -> set[str]:
 
 
 def test_architecture_md_draws_exactly_the_rooms_the_tree_has():
-    rooms = {str(p.relative_to(ROOT)) for package in PACKAGES for p in [ROOT / package, *(ROOT / package).rglob("*")]
-             if p.is_dir() and (p / "__init__.py").exists()}
+    rooms = {
+        str(p.relative_to(ROOT))
+        for package in PACKAGES
+        for p in [ROOT / package, *(ROOT / package).rglob("*")]
+        if p.is_dir() and (p / "__init__.py").exists()
+    }
     drawn = drawn_rooms((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"))
     assert sorted(rooms - drawn) == [], "ARCHITECTURE.md does not draw these rooms"
-    assert sorted(drawn - rooms - {"playbooks", "bench", "tests", "tools"}) == [], "ARCHITECTURE.md draws rooms that do not exist"
+    assert sorted(drawn - rooms - {"playbooks", "bench", "tests", "tools"}) == [], (
+        "ARCHITECTURE.md draws rooms that do not exist"
+    )
 
 
 def test_sql_lives_only_in_the_memory_room():

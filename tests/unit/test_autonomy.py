@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from graph.loop import Stopper, run_loop
-from managers import Managers
-from tests.fakes.llm import FakeLLM
 from persona.dreaming import choose_level, dream_due
-from persona.settings import DreamSettings
 from persona.drives import compute_drives, detect_user_emotion, reach_out_offer
 from persona.quiet_hours import in_quiet_hours
-from persona.settings import DriveSettings
+from persona.settings import DreamSettings, DriveSettings
+from tests.fakes.llm import FakeLLM
 from tests.fakes.managers import managers_over
 
-UTC = timezone.utc
+UTC = UTC
 T0 = datetime(2026, 11, 20, 22, 0, tzinfo=UTC)
 
 
@@ -45,6 +43,7 @@ def utc_agent(agent_factory, *fakes, **kwargs):
 
 # -- drives -------------------------------------------------------------------------------------------
 
+
 def test_drive_formulas_over_simulated_time(agent_factory):
     clock = Clock(T0)
     agent = utc_agent(agent_factory, FakeLLM("fake"), clock=clock)
@@ -68,7 +67,9 @@ def test_drive_formulas_over_simulated_time(agent_factory):
     clock.advance(hours=40)  # boredom grows with idle time; devotion fades
     with agent.services.db.unit() as repos:
         later = compute_drives(repos, clock(), settings)
-    assert later.levels["boredom"] == pytest.approx(0.15 * math.log(1 + 50), abs=1e-3) and later.levels["devotion"] < 0.01
+    assert (
+        later.levels["boredom"] == pytest.approx(0.15 * math.log(1 + 50), abs=1e-3) and later.levels["devotion"] < 0.01
+    )
 
 
 def test_quiet_hours_and_the_reach_out_rule():
@@ -81,15 +82,40 @@ def test_quiet_hours_and_the_reach_out_rule():
     weak = Drives({"boredom": 0.5, "curiosity": 0.3, "goal": 0.2, "devotion": 0.0})
     noon = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     settings = DriveSettings()
-    assert reach_out_offer(strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False, last_offer_at=None) is None
-    assert "≤ 0.6" in reach_out_offer(weak, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False, last_offer_at=None)
-    assert "quiet hours" in reach_out_offer(strong, noon.replace(hour=2), UTC, settings, quiet_hours="00:00-07:00", human_waiting=False,
-                                            last_offer_at=None)
-    assert "talking" in reach_out_offer(strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=True, last_offer_at=None)
-    assert "cooldown" in reach_out_offer(strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False,
-                                         last_offer_at=noon - timedelta(minutes=179))
-    assert reach_out_offer(strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False,
-                           last_offer_at=noon - timedelta(minutes=181)) is None
+    assert (
+        reach_out_offer(strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False, last_offer_at=None)
+        is None
+    )
+    assert "≤ 0.6" in reach_out_offer(
+        weak, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=False, last_offer_at=None
+    )
+    assert "quiet hours" in reach_out_offer(
+        strong, noon.replace(hour=2), UTC, settings, quiet_hours="00:00-07:00", human_waiting=False, last_offer_at=None
+    )
+    assert "talking" in reach_out_offer(
+        strong, noon, UTC, settings, quiet_hours="00:00-07:00", human_waiting=True, last_offer_at=None
+    )
+    assert "cooldown" in reach_out_offer(
+        strong,
+        noon,
+        UTC,
+        settings,
+        quiet_hours="00:00-07:00",
+        human_waiting=False,
+        last_offer_at=noon - timedelta(minutes=179),
+    )
+    assert (
+        reach_out_offer(
+            strong,
+            noon,
+            UTC,
+            settings,
+            quiet_hours="00:00-07:00",
+            human_waiting=False,
+            last_offer_at=noon - timedelta(minutes=181),
+        )
+        is None
+    )
 
 
 def test_user_emotion_lexicon():
@@ -118,9 +144,15 @@ def test_the_model_judges_a_notes_emotion_only_when_cheap_signals_leave_it_ambig
 
 def test_a_sad_message_raises_devotion_and_a_strong_drive_lets_the_persona_write(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
-    send = '# Commands:\n[{"cmd_id": "t2-1", "type": "messages.send", "args": {"text": "Are you all right?"}}]\n# End commands'
-    fake = FakeLLM("fake", responses=lambda prompt: ("I worry about them.\n" + send)
-                   if "You may write to your human now" in prompt else "I think about the sea.")
+    send = '# Commands:\n[{"cmd_id": "t2-1", "type": "messages.send", "args": {"text": "Are you all right?"}}]\n# End commands'  # noqa: E501
+    fake = FakeLLM(
+        "fake",
+        responses=lambda prompt: (
+            ("I worry about them.\n" + send)
+            if "You may write to your human now" in prompt
+            else "I think about the sea."
+        ),
+    )
     agent = utc_agent(agent_factory, fake, clock=clock)
     with agent.services.db.unit() as repos:
         repos.notes.add("I feel so sad and lonely, everything went wrong today!", source="user", created_at=clock())
@@ -146,15 +178,15 @@ def test_a_sad_message_raises_devotion_and_a_strong_drive_lets_the_persona_write
     assert "You may write to your human now" not in think_calls(fake)[-1]["prompt"]
 
 
-
 def test_reaching_out_unprompted_the_persona_sees_its_full_internal_state(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
     fake = FakeLLM("fake", responses=["I think about the sea."] * 3)
     agent = utc_agent(agent_factory, fake, clock=clock)
     with agent.services.db.unit() as repos:
         repos.notes.add("I feel so sad and lonely, everything went wrong today!", source="user", created_at=clock())
-        repos.questions.add("Why do tides wait for the moon", context="she laughed at the pier", priority=0.3,
-                            created_at=clock())
+        repos.questions.add(
+            "Why do tides wait for the moon", context="she laughed at the pier", priority=0.3, created_at=clock()
+        )
     agent.tick()  # no offer (a human note waiting): only the drives at inject_at show
     ordinary = think_calls(fake)[-1]["prompt"]
     assert "How I feel right now" in ordinary and "the pull of my goal" not in ordinary
@@ -167,8 +199,12 @@ def test_reaching_out_unprompted_the_persona_sees_its_full_internal_state(agent_
     prompt = think_calls(fake)[-1]["prompt"]
     levels = agent.state()["drives"]["levels"]
     assert "My internal state (every drive, my open questions, what moves me now)" in prompt
-    for label, name in (("boredom", "boredom"), ("curiosity", "curiosity"), ("the pull of my goal", "goal"),
-                        ("devotion", "devotion")):
+    for label, name in (
+        ("boredom", "boredom"),
+        ("curiosity", "curiosity"),
+        ("the pull of my goal", "goal"),
+        ("devotion", "devotion"),
+    ):
         assert f"{label} {levels[name]:.2f}: " in prompt  # every drive, the weak ones too
     assert "open question (priority 0.3): Why do tides wait for the moon — she laughed at the pier" in prompt
     assert f"motivation: devotion leads at {levels['devotion']:.2f}, because my human seemed" in prompt
@@ -177,8 +213,12 @@ def test_reaching_out_unprompted_the_persona_sees_its_full_internal_state(agent_
 def test_in_continuation_mode_the_drives_enter_the_stream_as_a_passing_thought(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
     call = '<tool_call>{"name": "message", "arguments": {"text": "Are you all right?"}}</tool_call>'
-    fake = FakeLLM("fake", responses=lambda prompt: (" I write to them. " + call)
-                   if "could write to their human now" in prompt else " I hear you, and I stay.")
+    fake = FakeLLM(
+        "fake",
+        responses=lambda prompt: (
+            (" I write to them. " + call) if "could write to their human now" in prompt else " I hear you, and I stay."
+        ),
+    )
     agent = utc_agent(agent_factory, fake, playbook="epos", clock=clock)
     name = agent.services.persona.display_name
     with agent.services.db.unit() as repos:
@@ -205,11 +245,18 @@ def test_in_continuation_mode_the_drives_enter_the_stream_as_a_passing_thought(a
     third = think_calls(fake)[-1]["prompt"]
     assert "feels it: devotion" in third and "could write to their human now" not in third
 
+
 def test_open_questions_are_resolved_by_the_llm_after_a_conversation_and_removed_later(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
-    fake = FakeLLM("fake", responses=["Your favourite book is Moby Dick, then."],
-                   json_answer=lambda prompt: {"resolved": [{"id": 1, "answer": "Moby Dick"}, {"id": 99, "answer": "x"}]}
-                   if "open questions" in prompt else {"emotions": []})
+    fake = FakeLLM(
+        "fake",
+        responses=["Your favourite book is Moby Dick, then."],
+        json_answer=lambda prompt: (
+            {"resolved": [{"id": 1, "answer": "Moby Dick"}, {"id": 99, "answer": "x"}]}
+            if "open questions" in prompt
+            else {"emotions": []}
+        ),
+    )
     agent = utc_agent(agent_factory, fake, clock=clock)
     with agent.services.db.unit() as repos:
         repos.questions.add("What is my human's favourite book?", priority=0.9, created_at=clock())
@@ -238,13 +285,17 @@ DREAM = {
     "insight": "My human and I keep returning to the sea; it is our shared language.",
     "strategy": "Ask one concrete question about the sea each day.",
     "log_entry": "I dreamt of tide tables written in salt.",
-    "entity_updates": [{"name": "Anna", "kind": "person", "facts": ["loves the sea"]},
-                       {"name": "", "kind": "robot", "facts": []}],  # invalid: dropped
-    "goal_updates": [{"action": "new", "title": "Write a poem about tides", "horizon": "short", "priority": 2},
-                     {"action": "progress", "id": 1, "note": "read two tables"},
-                     {"action": "completed", "id": 2, "note": "done"},
-                     {"action": "abandoned", "id": 3, "note": "not mine to do"},
-                     {"action": "progress", "id": 42, "note": "no such goal"}],
+    "entity_updates": [
+        {"name": "Anna", "kind": "person", "facts": ["loves the sea"]},
+        {"name": "", "kind": "robot", "facts": []},
+    ],  # invalid: dropped
+    "goal_updates": [
+        {"action": "new", "title": "Write a poem about tides", "horizon": "short", "priority": 2},
+        {"action": "progress", "id": 1, "note": "read two tables"},
+        {"action": "completed", "id": 2, "note": "done"},
+        {"action": "abandoned", "id": 3, "note": "not mine to do"},
+        {"action": "progress", "id": 42, "note": "no such goal"},
+    ],
     "open_questions": [{"topic": "What does Anna fear about the sea?", "context": "she hesitated", "priority": 0.7}],
     "resolved_questions": [{"id": 1, "answer": "Because of the moon."}],
 }
@@ -255,13 +306,18 @@ def dream_agent(agent_factory, fake, clock):
     from graph.playbook import load_playbook, resolve_playbook_path
 
     main = utc_agent(agent_factory, fake, clock=clock)
-    return main, Agent(load_playbook(resolve_playbook_path("dream")), main.services, main.checkpointer, thread_id="main")
+    return main, Agent(
+        load_playbook(resolve_playbook_path("dream")), main.services, main.checkpointer, thread_id="main"
+    )
 
 
 def test_a_dream_is_validated_applied_in_one_transaction_and_its_strategy_reaches_the_next_prompt(agent_factory):
     clock = Clock(datetime(2026, 11, 21, 1, 0, tzinfo=UTC))
-    fake = FakeLLM("fake", responses=["The sea again."],
-                   json_answer=lambda prompt: DREAM if "dreaming" in prompt else {"emotions": []})
+    fake = FakeLLM(
+        "fake",
+        responses=["The sea again."],
+        json_answer=lambda prompt: DREAM if "dreaming" in prompt else {"emotions": []},
+    )
     main, dreamer = dream_agent(agent_factory, fake, clock)
     with main.services.db.unit() as repos:
         repos.questions.add("Why do tides rise?", priority=0.8, created_at=clock())
@@ -294,8 +350,12 @@ def test_a_dream_is_validated_applied_in_one_transaction_and_its_strategy_reache
     from nodes.dreaming import apply_dream
     from nodes.state import state_from
 
-    again = apply_dream(state_from(dreamer.state()), Runtime(context=AnimaContext(services=main.services), stream_writer=lambda e: None))
-    assert again["vars"]["dream"]["insight_id"] == result["insight_id"]  # a re-run step (after a kill) applies nothing twice
+    again = apply_dream(
+        state_from(dreamer.state()), Runtime(context=AnimaContext(services=main.services), stream_writer=lambda e: None)
+    )
+    assert (
+        again["vars"]["dream"]["insight_id"] == result["insight_id"]
+    )  # a re-run step (after a kill) applies nothing twice
     with main.services.db.unit() as repos:
         assert len(repos.insights.recent()) == 1 and len(repos.goals.list()) == 4
     main.tick()
@@ -306,8 +366,14 @@ def test_a_dream_is_validated_applied_in_one_transaction_and_its_strategy_reache
 
 def test_a_dream_without_an_insight_changes_nothing(agent_factory):
     clock = Clock(datetime(2026, 11, 21, 1, 0, tzinfo=UTC))
-    fake = FakeLLM("fake", json_answer=lambda prompt: {"insight": "", "strategy": "x", "goal_updates": [
-        {"action": "new", "title": "should not appear"}]} if "dreaming" in prompt else {"emotions": []})
+    fake = FakeLLM(
+        "fake",
+        json_answer=lambda prompt: (
+            {"insight": "", "strategy": "x", "goal_updates": [{"action": "new", "title": "should not appear"}]}
+            if "dreaming" in prompt
+            else {"emotions": []}
+        ),
+    )
     main, dreamer = dream_agent(agent_factory, fake, clock)
     main.tick()
     dreamer.run(inputs={"level": 2, "reason": "test"})
@@ -315,8 +381,10 @@ def test_a_dream_without_an_insight_changes_nothing(agent_factory):
     assert len(dream_calls) == 3  # dreaming.attempts: asked again twice before giving up for the night
     assert dreamer.outputs()["dream"]["status"] == "empty" and dreamer.outputs()["dream"]["attempts"] == 3
     assert dreamer.outputs()["dream"]["dropped"] == ["no insight: nothing applied"]
-    fake.json_answer = lambda prompt: {"insight": "I understood that the tides follow the moon.",
-                                       "strategy": "ight ight ight ight ight ight ight ight ight ight"}
+    fake.json_answer = lambda prompt: {
+        "insight": "I understood that the tides follow the moon.",
+        "strategy": "ight ight ight ight ight ight ight ight ight ight",
+    }
     dreamer.run(inputs={"level": 1, "reason": "again"})
     assert dreamer.outputs()["dream"]["dropped"][0].startswith("the strategy is not prose ('ight ight")
     with main.services.db.unit() as repos:
@@ -358,7 +426,14 @@ def test_the_dream_grammar_holds_free_text_to_plain_words():
     pattern = DREAM_SCHEMA["properties"]["strategy"]["pattern"]
     for text in ("I will ask my human one question a day.", "Я буду спрашивать чаще.", "毎日ひとつ質問をする。"):
         assert re.match(pattern, text), text
-    for text in ("I slept 8 hours.", "<b>bold</b> move", "Ask {x} now please", "Go ----------- on", "So...... on", "Wide    gaps here"):
+    for text in (
+        "I slept 8 hours.",
+        "<b>bold</b> move",
+        "Ask {x} now please",
+        "Go ----------- on",
+        "So...... on",
+        "Wide    gaps here",
+    ):
         assert not re.match(pattern, text), text
 
 
@@ -392,9 +467,13 @@ def test_dream_levels_and_when_a_dream_is_due(agent_factory):
 
 # -- task sub-cycles ----------------------------------------------------------------------------------
 
+
 def commands(*items) -> str:
-    return "# Commands:\n" + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(items)]) \
+    return (
+        "# Commands:\n"
+        + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(items)])
         + "\n# End commands"
+    )
 
 
 def test_a_task_sub_cycle_reads_everything_but_edits_only_its_own_task(agent_factory):
@@ -403,9 +482,12 @@ def test_a_task_sub_cycle_reads_everything_but_edits_only_its_own_task(agent_fac
     def respond(prompt: str) -> str:
         if "I am a sub-cycle of" in prompt:  # the task's own loop
             if "Let me look." not in prompt:  # its first tick (its own last thought is in its history after)
-                return "Let me look.\n" + commands(("goals.list", {}), ("tasks.update", {"id": 2, "status": "done"}),
-                                                   ("diary.add", {"text": "mine"}),
-                                                   ("notes.add", {"text": "Found: tides follow the moon."}))
+                return "Let me look.\n" + commands(
+                    ("goals.list", {}),
+                    ("tasks.update", {"id": 2, "status": "done"}),
+                    ("diary.add", {"text": "mine"}),
+                    ("notes.add", {"text": "Found: tides follow the moon."}),
+                )
             return "Finished.\n" + commands(("tasks.update", {"id": 1, "status": "done"}))
         if "; tick 1;" in prompt:
             return "I will delegate.\n" + commands(("tasks.run", {"id": 1, "max_ticks": 5}))
@@ -433,22 +515,38 @@ def test_a_task_sub_cycle_reads_everything_but_edits_only_its_own_task(agent_fac
         assert repos.diary.list() == []
         found = repos.notes.list(source="llm:task")
         assert [(n.text, n.task_id) for n in found] == [("Found: tides follow the moon.", 1)]
-        assert repos.threads.get(cycle_thread).status == "completed" and repos.threads.get(cycle_thread).parent_id == "main"
+        assert (
+            repos.threads.get(cycle_thread).status == "completed"
+            and repos.threads.get(cycle_thread).parent_id == "main"
+        )
         # its thoughts stay in its own thread: the main thread's history has none of them
         assert all("Let me look" not in m.content for m in repos.messages.recent("main", 20))
         system = [n.text for n in repos.notes.list(source="system")]
         assert any("task 1 (Find out why tides happen): sub-cycle stopped (task done)" in t for t in system)
-    main_prompts = [c["prompt"] for c in think_calls(fake) if "I am a sub-cycle of" not in c["prompt"]
-                    and "Stelis thread you ran" not in c["prompt"]]  # nor the chronicle's
+    main_prompts = [
+        c["prompt"]
+        for c in think_calls(fake)
+        if "I am a sub-cycle of" not in c["prompt"] and "Stelis thread you ran" not in c["prompt"]
+    ]  # nor the chronicle's
     assert "from llm:task, priority 0] Found: tides follow the moon." in main_prompts[1]  # the main loop's tick 2
     assert "sub-cycle stopped (task done)" in main_prompts[2]
 
 
 def test_a_failing_sub_cycle_freezes_its_task_and_a_timeout_restarts_it_once(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
-    main = utc_agent(agent_factory, FakeLLM("fake", responses=lambda p: "thinking.\n" + commands(
-        ("tasks.run", {"id": 1, "max_ticks": 1}), ("tasks.run", {"id": 2, "max_ticks": 1}))
-        if "; tick 1;" in p and "I am a sub-cycle of" not in p else "thinking."), clock=clock)
+    main = utc_agent(
+        agent_factory,
+        FakeLLM(
+            "fake",
+            responses=lambda p: (
+                "thinking.\n"
+                + commands(("tasks.run", {"id": 1, "max_ticks": 1}), ("tasks.run", {"id": 2, "max_ticks": 1}))
+                if "; tick 1;" in p and "I am a sub-cycle of" not in p
+                else "thinking."
+            ),
+        ),
+        clock=clock,
+    )
     with main.services.db.unit() as repos:
         repos.tasks.add("A task that times out")
         repos.tasks.add("A task that breaks")
@@ -478,9 +576,20 @@ def test_a_failing_sub_cycle_freezes_its_task_and_a_timeout_restarts_it_once(age
 
 def test_a_sub_cycle_keeps_its_own_pause_and_backs_off_on_repeated_errors(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
-    fake = FakeLLM("fake", responses=lambda p: "thinking.\n" + commands(("tasks.run", {
-        "id": 1, "max_ticks": 10, "pause_s": 60, "retries": 2, "backoff_s": 10, "backoff_factor": 2}))
-        if "; tick 1;" in p and "I am a sub-cycle of" not in p else "thinking.")
+    fake = FakeLLM(
+        "fake",
+        responses=lambda p: (
+            "thinking.\n"
+            + commands(
+                (
+                    "tasks.run",
+                    {"id": 1, "max_ticks": 10, "pause_s": 60, "retries": 2, "backoff_s": 10, "backoff_factor": 2},
+                )
+            )
+            if "; tick 1;" in p and "I am a sub-cycle of" not in p
+            else "thinking."
+        ),
+    )
     main = utc_agent(agent_factory, fake, clock=clock)
     with main.services.db.unit() as repos:
         repos.tasks.add("A task on its own schedule")
@@ -525,8 +634,13 @@ def test_a_sub_cycle_keeps_its_own_pause_and_backs_off_on_repeated_errors(agent_
 
 
 def test_tasks_run_rejects_a_bad_schedule(agent_factory):
-    fake = FakeLLM("fake", responses=["thinking.\n" + commands(("tasks.run", {"id": 1, "backoff_factor": 0.5}),
-                                                               ("tasks.run", {"id": 1, "pause_s": "soon"}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            "thinking.\n"
+            + commands(("tasks.run", {"id": 1, "backoff_factor": 0.5}), ("tasks.run", {"id": 1, "pause_s": "soon"}))
+        ],
+    )
     main = agent_factory(fake)
     with main.services.db.unit() as repos:
         repos.tasks.add("A task")
@@ -535,11 +649,13 @@ def test_tasks_run_rejects_a_bad_schedule(agent_factory):
         results = [c.result for c in repos.commands.recent(10) if c.type == "tasks.run"]
         assert repos.tasks.get(1).repl_status is None
     assert any("backoff_factor: input should be greater than or equal to 1 (got 0.5)" in r for r in results), results
-    assert any("pause_s: input should be a valid number, unable to parse string as a number (got 'soon')" in r
-               for r in results), results
+    assert any(
+        "pause_s: input should be a valid number, unable to parse string as a number (got 'soon')" in r for r in results
+    ), results
 
 
 # -- sessions and idle --------------------------------------------------------------------------------
+
 
 def test_stop_saves_the_session_export_and_revive_seed_a_new_thread(agent_factory, tmp_path):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
@@ -555,7 +671,9 @@ def test_stop_saves_the_session_export_and_revive_seed_a_new_thread(agent_factor
         session = repos.sessions.list()[0]
         assert (session.status, session.first_tick, session.last_tick) == ("stopped", 0, 2)
         assert [r["content"] for r in session.context["responses"]] == [
-            "The lighthouse keeper's log is my model.", "I should map the tide pools."]
+            "The lighthouse keeper's log is my model.",
+            "I should map the tide pools.",
+        ]
         assert session.goal_state["tasks"][0]["status"] == "in_progress"
         data, markdown = managers_over(repos).sessions.export(session.id)
         new_thread = managers_over(repos).sessions.revive(session.id, clock())
@@ -577,8 +695,13 @@ def test_stop_saves_the_session_export_and_revive_seed_a_new_thread(agent_factor
 
 def test_idle_wakes_on_a_matching_note_a_finished_process_or_the_timeout_and_calls_no_llm(agent_factory):
     clock = Clock(datetime(2026, 11, 20, 15, 0, tzinfo=UTC))
-    fake = FakeLLM("fake", responses=["Sleeping.\n" + commands(("cycle.idle", {
-        "on": True, "timeout_s": 600, "note_filter": {"tags": ["urgent"]}}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            "Sleeping.\n"
+            + commands(("cycle.idle", {"on": True, "timeout_s": 600, "note_filter": {"tags": ["urgent"]}}))
+        ],
+    )
     main = utc_agent(agent_factory, fake, clock=clock)
     from graph.loop import idle_should_wake
 
@@ -594,17 +717,19 @@ def test_idle_wakes_on_a_matching_note_a_finished_process_or_the_timeout_and_cal
     with main.services.db.unit() as repos:
         assert "woke from idle: note 2 from user" in [p.value for p in repos.processes.recent(5)][-1]
         process = repos.processes.add("shell.run", "", status="in_progress", thread_id="main")
-    from managers import Managers
 
     with main.services.db.unit() as repos:
-        managers_over(repos).loop.update_cycle("main", idle={"wake_on_note": False, "process": process.id, "since": clock().isoformat(),
-                                          "timeout_s": 600})
+        managers_over(repos).loop.update_cycle(
+            "main", idle={"wake_on_note": False, "process": process.id, "since": clock().isoformat(), "timeout_s": 600}
+        )
     assert not idle_should_wake(main, clock())
     with main.services.db.unit() as repos:
         repos.processes.get(process.id).status = "ok"
     assert idle_should_wake(main, clock())
     with main.services.db.unit() as repos:
-        managers_over(repos).loop.update_cycle("main", idle={"wake_on_note": False, "since": clock().isoformat(), "timeout_s": 600})
+        managers_over(repos).loop.update_cycle(
+            "main", idle={"wake_on_note": False, "since": clock().isoformat(), "timeout_s": 600}
+        )
     clock.advance(seconds=599)
     assert not idle_should_wake(main, clock())
     clock.advance(seconds=2)
@@ -612,6 +737,7 @@ def test_idle_wakes_on_a_matching_note_a_finished_process_or_the_timeout_and_cal
 
 
 # -- an hour of simulated time ------------------------------------------------------------------------
+
 
 def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
     """30 ticks of 2 fake minutes from 23:20: a strong curiosity lets the persona write once (then the cooldown
@@ -623,7 +749,7 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
     from tests.conftest import ROOT, make_agent
 
     clock = Clock(datetime(2026, 11, 20, 23, 20, tzinfo=UTC))
-    ask = '# Commands:\n[{"cmd_id": "ask", "type": "messages.send", "args": {"text": "Why do tides rise twice a day?"}}]\n# End commands'
+    ask = '# Commands:\n[{"cmd_id": "ask", "type": "messages.send", "args": {"text": "Why do tides rise twice a day?"}}]\n# End commands'  # noqa: E501
     state = {"thinks": 0}
 
     def think(prompt: str) -> str:
@@ -636,16 +762,33 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
             return "I must ask.\n" + ask
         return f"Thought {state['thinks']} about the sea at {clock():%H:%M}."
 
-    dream = {**DREAM, "goal_updates": [{"action": "new", "title": "Learn the moon's phases", "horizon": "short",
-                                        "priority": 4}], "resolved_questions": []}
-    fake = FakeLLM("fake", responses=think, json_answer=lambda p: dream if "dreaming" in p else {"emotions": [
-        {"emotion": "curiosity", "strength": 3, "reason": "the sea"}]})
-    agent = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0},
-                       cycle={"thinking": "continuous"})  # a thought every tick, as the seeds' stream of thought
+    dream = {
+        **DREAM,
+        "goal_updates": [{"action": "new", "title": "Learn the moon's phases", "horizon": "short", "priority": 4}],
+        "resolved_questions": [],
+    }
+    fake = FakeLLM(
+        "fake",
+        responses=think,
+        json_answer=lambda p: (
+            dream if "dreaming" in p else {"emotions": [{"emotion": "curiosity", "strength": 3, "reason": "the sea"}]}
+        ),
+    )
+    agent = make_agent(
+        tmp_path,
+        fake,
+        clock=clock,
+        checkpointer="sqlite",
+        reflexes={"stagnation_pause_s": 0.0},
+        cycle={"thinking": "continuous"},
+    )  # a thought every tick, as the seeds' stream of thought
     agent.services.settings.timezone = "UTC"
     with agent.services.db.unit() as repos:
-        for topic, priority in (("Why do tides rise twice a day?", 0.9), ("What lives in the tide pools?", 0.8),
-                                ("Where does the foam come from?", 0.7)):
+        for topic, priority in (
+            ("Why do tides rise twice a day?", 0.9),
+            ("What lives in the tide pools?", 0.8),
+            ("Where does the foam come from?", 0.7),
+        ):
             repos.questions.add(topic, priority=priority, created_at=clock())
     result = run_loop(agent, ticks=30, stopper=Stopper(), idle_poll_s=0)
     assert result.ticks_run == 30 and clock() == datetime(2026, 11, 21, 0, 20, tzinfo=UTC)
@@ -657,7 +800,9 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
         assert ticks[0].summary["drives"]["dominant"] == "curiosity"
         sent = [n.text for n in repos.notes.list(source="llm")]  # (anti-stagnation may ask for help too)
         assert sent.count("Why do tides rise twice a day?") == 1
-        assert repos.insights.latest().created_at.replace(tzinfo=UTC).hour == 0  # dreamt at the first check after midnight
+        assert (
+            repos.insights.latest().created_at.replace(tzinfo=UTC).hour == 0
+        )  # dreamt at the first check after midnight
         assert [g.title for g in repos.goals.list()] == ["Learn the moon's phases"]
         session = repos.sessions.list()[0]
         assert session.status == "stopped" and session.last_tick == 30
@@ -669,25 +814,41 @@ def test_an_hour_equivalent_run_drives_dreams_stops_and_resumes(tmp_path):
     assert "the pull of my goal 0.74" in prompts[-1]  # goal drive (priority 4) ≥ 0.4 is injected
     agent.close()
 
-    resumed = make_agent(tmp_path, fake, clock=clock, checkpointer="sqlite", reflexes={"stagnation_pause_s": 0.0},
-                         cycle={"thinking": "continuous"})
+    resumed = make_agent(
+        tmp_path,
+        fake,
+        clock=clock,
+        checkpointer="sqlite",
+        reflexes={"stagnation_pause_s": 0.0},
+        cycle={"thinking": "continuous"},
+    )
     resumed.services.settings.timezone = "UTC"
     run_loop(resumed, ticks=2, stopper=Stopper(), idle_poll_s=0)
     assert resumed.state()["tick"] == 32
     assert len([c for c in fake.calls if c["json_schema"] and "dreaming" in c["prompt"]]) == 1  # no second dream today
     resumed.close()
-    report = json.loads(subprocess.run([sys.executable, str(ROOT / "run.py"), "inspect", "--json", "--data-dir",
-                                        str(tmp_path)], capture_output=True, text=True, check=True, cwd=ROOT).stdout)
+    report = json.loads(
+        subprocess.run(
+            [sys.executable, str(ROOT / "run.py"), "inspect", "--json", "--data-dir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout
+    )
     assert [s["status"] for s in report["sessions"]] == ["stopped", "stopped"]
     assert report["sessions"][0]["first_tick"] == 30 and report["sessions"][1]["last_tick"] == 30
     assert report["dreams"][0]["strategy"] == DREAM["strategy"] and report["dreams"][0]["level"] == 1
-    assert report["drives"]["reach_outs"][0]["sent"] is True and report["drives"]["reach_outs"][0]["drive"] == "curiosity"
+    assert (
+        report["drives"]["reach_outs"][0]["sent"] is True and report["drives"]["reach_outs"][0]["drive"] == "curiosity"
+    )
     assert set(report["drives"]["levels"]) == {"boredom", "curiosity", "goal", "devotion"}
     assert {q["topic"] for q in report["open_questions"]} >= {"What does Anna fear about the sea?"}
     assert report["goals"][0]["title"] == "Learn the moon's phases"
 
 
 # -- the first hour: no sleep before meeting the human; Wake up ----------------------------------------------------
+
 
 def test_a_new_persona_does_not_dream_before_it_has_met_its_human(agent_factory):
     clock = Clock(datetime(2026, 11, 21, 2, 0, tzinfo=UTC))  # in quiet hours
@@ -718,8 +879,7 @@ class DreamsUntilWoken(FakeLLM):
             if cancel is not None and cancel.wait(30):
                 raise LLMCancelled("cancelled")
             raise AssertionError("the dream was not woken within 30 s")
-        return super().complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
-                                cancel=cancel)
+        return super().complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token, cancel=cancel)
 
 
 @pytest.mark.parametrize("how", ["wake up", "a note"])
@@ -772,8 +932,12 @@ def test_a_thought_that_names_its_emotions_is_rated_from_its_words_without_a_cal
 
     vocabulary = ["joy", "curiosity", "calm", "sadness", "anxiety"]
     assert lexicon_rating("I wonder why the tide is so curious tonight; I am glad.", vocabulary) == [
-        "curiosity:3 (named in the thought)", "joy:2 (named in the thought)"]
-    assert lexicon_rating("Мне грустно и тревожно.", vocabulary) == ["sadness:2 (named in the thought)",
-                                                                     "anxiety:2 (named in the thought)"]
+        "curiosity:3 (named in the thought)",
+        "joy:2 (named in the thought)",
+    ]
+    assert lexicon_rating("Мне грустно и тревожно.", vocabulary) == [
+        "sadness:2 (named in the thought)",
+        "anxiety:2 (named in the thought)",
+    ]
     assert lexicon_rating("The harbour lantern counts the gulls.", vocabulary) == []  # the model rates it
     assert lexicon_rating("I am glad.", ["calm"]) == []  # only the vocabulary's emotions

@@ -13,26 +13,53 @@ from bench.beam import chat_numbers, convert, convert_chat, load, tfidf_ranking,
 from bench.locomo import sessions
 
 CHAT = [  # chat.json: batches of turns, each turn a list of messages
-    {"batch_number": 1, "time_anchor": None, "turns": [
-        [{"role": "user", "id": 0, "time_anchor": "March-15-2024", "question_type": "main_question",
-          "content": "I met my partner at ArtSpace Gallery on June 12, 2020 ->-> 1,2"},
-         {"role": "assistant", "id": 1, "content": "That is a lovely story. " * 40}],
-        [{"role": "user", "id": 2, "content": "Which camera should I buy for the trip?"},
-         {"role": "assistant", "id": 3, "content": "A light mirrorless camera suits travel."}],
-    ]},
-    {"batch_number": 2, "time_anchor": "April-02-2024", "turns": [
-        [{"role": "user", "id": 4, "content": "We moved the webinar to March 27 ->-> 3"},
-         {"role": "assistant", "id": 5, "content": "Noted: the webinar is on March 27."}],
-    ]},
+    {
+        "batch_number": 1,
+        "time_anchor": None,
+        "turns": [
+            [
+                {
+                    "role": "user",
+                    "id": 0,
+                    "time_anchor": "March-15-2024",
+                    "question_type": "main_question",
+                    "content": "I met my partner at ArtSpace Gallery on June 12, 2020 ->-> 1,2",
+                },
+                {"role": "assistant", "id": 1, "content": "That is a lovely story. " * 40},
+            ],
+            [
+                {"role": "user", "id": 2, "content": "Which camera should I buy for the trip?"},
+                {"role": "assistant", "id": 3, "content": "A light mirrorless camera suits travel."},
+            ],
+        ],
+    },
+    {
+        "batch_number": 2,
+        "time_anchor": "April-02-2024",
+        "turns": [
+            [
+                {"role": "user", "id": 4, "content": "We moved the webinar to March 27 ->-> 3"},
+                {"role": "assistant", "id": 5, "content": "Noted: the webinar is on March 27."},
+            ],
+        ],
+    },
 ]
 PROBING = {
     "abstention": [{"question": "What did the bias audit find?", "ideal_response": "No information."}],
-    "information_extraction": [{"question": "Where did I meet my partner?", "answer": "ArtSpace Gallery",
-                                "source_chat_ids": [0]}],
-    "knowledge_update": [{"question": "When is the webinar?", "answer": "March 27",
-                          "source_chat_ids": {"original_info": [0], "updated_info": [4, 99]}}],
-    "summarization": [{"question": "Summarise our talks.", "ideal_summary": "…", "source_chat_ids": "[]"},
-                      {"question": "Summarise the trip.", "ideal_summary": "Cameras.", "source_chat_ids": [2, 3]}],
+    "information_extraction": [
+        {"question": "Where did I meet my partner?", "answer": "ArtSpace Gallery", "source_chat_ids": [0]}
+    ],
+    "knowledge_update": [
+        {
+            "question": "When is the webinar?",
+            "answer": "March 27",
+            "source_chat_ids": {"original_info": [0], "updated_info": [4, 99]},
+        }
+    ],
+    "summarization": [
+        {"question": "Summarise our talks.", "ideal_summary": "…", "source_chat_ids": "[]"},
+        {"question": "Summarise the trip.", "ideal_summary": "Cameras.", "source_chat_ids": [2, 3]},
+    ],
 }
 
 
@@ -41,7 +68,9 @@ def test_a_chat_becomes_sessions_of_turns_and_questions_with_their_evidence():
     conversation = sample["conversation"]
     found = sessions(conversation)  # as bench/locomo.py reads it
     assert [(n, when.date().isoformat(), [t["dia_id"] for t in turns]) for n, when, turns in found] == [
-        (1, "2024-03-15", ["0", "1", "2", "3"]), (2, "2024-04-02", ["4", "5"])]
+        (1, "2024-03-15", ["0", "1", "2", "3"]),
+        (2, "2024-04-02", ["4", "5"]),
+    ]
     first = found[0][2][0]
     assert first == {"speaker": "user", "dia_id": "0", "text": "I met my partner at ArtSpace Gallery on June 12, 2020"}
     assert found[0][2][1]["speaker"] == "assistant" and found[0][2][1]["text"] == CHAT[0]["turns"][0][1]["content"]
@@ -54,7 +83,8 @@ def test_a_chat_becomes_sessions_of_turns_and_questions_with_their_evidence():
     assert {q["question"]: (q["category"], q["beam_type"]) for q in sample["qa"]} == {
         "Where did I meet my partner?": (4, "information_extraction"),
         "When is the webinar?": (3, "knowledge_update"),
-        "Summarise the trip.": (1, "summarization")}
+        "Summarise the trip.": (1, "summarization"),
+    }
     assert questions["Where did I meet my partner?"]["answer"] == "ArtSpace Gallery"
     assert all(q["asker"] == "user" for q in sample["qa"])
 

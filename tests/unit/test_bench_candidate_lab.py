@@ -10,15 +10,30 @@ import pytest
 from bench.candidate_lab import asks_for_list, diverse_top
 
 
-@pytest.mark.parametrize("question", ["What books has Melanie read?", "Which cities has Jon visited?",
-                                      "What kinds of art does Caroline make?", "How many hikes has Joanna been on?",
-                                      "What are some changes Caroline has faced?", "What do Jon and Gina both like?"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What books has Melanie read?",
+        "Which cities has Jon visited?",
+        "What kinds of art does Caroline make?",
+        "How many hikes has Joanna been on?",
+        "What are some changes Caroline has faced?",
+        "What do Jon and Gina both like?",
+    ],
+)
 def test_list_questions_are_read_as_lists(question):
     assert asks_for_list(question)
 
 
-@pytest.mark.parametrize("question", ["When did Melanie paint a sunrise?", "What does Melanie do to destress?",
-                                      "What is Caroline's identity?", "Where did Caroline move from?"])
+@pytest.mark.parametrize(
+    "question",
+    [
+        "When did Melanie paint a sunrise?",
+        "What does Melanie do to destress?",
+        "What is Caroline's identity?",
+        "Where did Caroline move from?",
+    ],
+)
 def test_other_questions_are_not(question):
     assert not asks_for_list(question)
 

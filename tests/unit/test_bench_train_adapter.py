@@ -33,13 +33,19 @@ def _conversation(rng: np.random.Generator) -> dict:
     """Eight turns of 8-d unit vectors; each question's vector is nearest a distractor, its evidence one axis off."""
     turns = [{"ref": f"t{n}", "author": "Ann", "text": f"turn {n}"} for n in range(8)]
     basis = np.eye(8, dtype=np.float32)
-    vectors = {f"t{n}": basis[n:n + 1] for n in range(8)}
+    vectors = {f"t{n}": basis[n : n + 1] for n in range(8)}
     questions, texts = [], {}
     for n in range(4):
         query = 0.8 * basis[n] + 0.6 * basis[n + 4] + 0.05 * rng.standard_normal(8).astype(np.float32)
         texts[f"q{n}"] = query / np.linalg.norm(query)
-        questions.append({"question": f"q{n}", "category": 4, "evidence": [f"t{n + 4}"],
-                          "candidates": [{"ref": f"t{n}", "score": 2.0}, {"ref": f"t{n + 4}", "score": 1.0}]})
+        questions.append(
+            {
+                "question": f"q{n}",
+                "category": 4,
+                "evidence": [f"t{n + 4}"],
+                "candidates": [{"ref": f"t{n}", "score": 2.0}, {"ref": f"t{n + 4}", "score": 1.0}],
+            }
+        )
     return {"sample_id": "c", "turns": turns, "vectors": vectors, "questions": questions, "embed": texts}
 
 
@@ -50,8 +56,9 @@ def _prepared() -> dict:
 
 def test_the_identity_keeps_the_dumped_order():
     prepared = _prepared()
-    assert [ranked for _, ranked, _ in surrogate(prepared, np.eye(8, dtype=np.float32))] == \
-        [[q["candidates"][0]["ref"], q["candidates"][1]["ref"]] for q in prepared["questions"]]
+    assert [ranked for _, ranked, _ in surrogate(prepared, np.eye(8, dtype=np.float32))] == [
+        [q["candidates"][0]["ref"], q["candidates"][1]["ref"]] for q in prepared["questions"]
+    ]
 
 
 def test_training_lifts_the_evidence_and_the_pull_to_the_identity_holds_it_back():

@@ -10,31 +10,44 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graph.services import open_services
+from managers.threads import MIN_CHILD_WINDOW, StelisRefused
+from nodes.context import AnimaContext, ContextBudgetError
+from nodes.kinds.ask_llm import fit_prompt
+from nodes.state import TickState
+from nodes.stelis.threads import open_thread, thread_window
+from nodes.steps.s04_prepare_context import prepare_context, shown_text
 from tests.fakes.llm import FakeLLM
 from tests.fakes.memory import HashEmbedder
-from nodes.kinds.ask_llm import fit_prompt
-from nodes.context import AnimaContext, ContextBudgetError
-from nodes.state import TickState
-from nodes.steps.s04_prepare_context import prepare_context, shown_text
-from managers.threads import MIN_CHILD_WINDOW, StelisRefused
-from nodes.stelis.threads import open_thread, thread_window
 
 sizes = st.integers(min_value=0, max_value=30_000)  # characters (≈ 4 per token)
-thread_spec = st.fixed_dictionaries({
-    "ratio": st.floats(min_value=0.2, max_value=1.0),
-    "messages": st.lists(sizes, max_size=6),
-    "notes": st.lists(sizes, max_size=3),
-})
+thread_spec = st.fixed_dictionaries(
+    {
+        "ratio": st.floats(min_value=0.2, max_value=1.0),
+        "messages": st.lists(sizes, max_size=6),
+        "notes": st.lists(sizes, max_size=3),
+    }
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(window=st.integers(min_value=1_500, max_value=200_000), lineage=st.lists(thread_spec, min_size=1, max_size=5),
-       max_tokens=st.integers(min_value=16, max_value=4_096), mode=st.sampled_from(["chat", "continuation"]))
+@given(
+    window=st.integers(min_value=1_500, max_value=200_000),
+    lineage=st.lists(thread_spec, min_size=1, max_size=5),
+    max_tokens=st.integers(min_value=16, max_value=4_096),
+    mode=st.sampled_from(["chat", "continuation"]),
+)
 def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_tokens, mode):
     fake = FakeLLM("fake", context_window=window)
-    services = open_services(db_url="sqlite://", embedded=False, providers={"fake": fake}, embedder=HashEmbedder(),
-                        entries=[{"id": "fake", "provider": "fake", "priority": 100}])
-    services.memory = None  # recall under the budget is covered in test_memory; here a Chroma per example costs too much
+    services = open_services(
+        db_url="sqlite://",
+        embedded=False,
+        providers={"fake": fake},
+        embedder=HashEmbedder(),
+        entries=[{"id": "fake", "provider": "fake", "priority": 100}],
+    )
+    services.memory = (
+        None  # recall under the budget is covered in test_memory; here a Chroma per example costs too much
+    )
     try:
         thread_id, product = "main", 1.0
         with services.db.unit() as repos:
@@ -42,9 +55,16 @@ def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_t
             for depth, spec in enumerate(lineage):
                 if depth:  # lineage[0] describes the root thread; the rest are nested Stelis children
                     try:
-                        child, _, _ = open_thread(services, repos, parent_id=thread_id, child_id=f"{thread_id}/{depth}",
-                                                  label=f"level {depth}", window_ratio=spec["ratio"], max_depth=10,
-                                                  origin="command")
+                        child, _, _ = open_thread(
+                            services,
+                            repos,
+                            parent_id=thread_id,
+                            child_id=f"{thread_id}/{depth}",
+                            label=f"level {depth}",
+                            window_ratio=spec["ratio"],
+                            max_depth=10,
+                            origin="command",
+                        )
                     except StelisRefused:
                         assert int(window * product * spec["ratio"]) < MIN_CHILD_WINDOW
                         break
@@ -77,22 +97,26 @@ def test_prepared_context_never_exceeds_the_thread_window(window, lineage, max_t
 
 
 @settings(max_examples=80, deadline=None)
-@given(history=st.lists(st.integers(min_value=0, max_value=20_000), max_size=12),
-       long_var=st.integers(min_value=0, max_value=60_000), budget=st.integers(min_value=50, max_value=20_000))
+@given(
+    history=st.lists(st.integers(min_value=0, max_value=20_000), max_size=12),
+    long_var=st.integers(min_value=0, max_value=60_000),
+    budget=st.integers(min_value=50, max_value=20_000),
+)
 def test_llm_node_prompt_fits_its_budget_or_says_why(history, long_var, budget):
     count = FakeLLM("fake").count_tokens
     items = [f"item{i} " + "h" * size for i, size in enumerate(history)]
     scope = {"topic": "tides", "notes": "x" * long_var}
     try:
-        prompt, _, drops = fit_prompt("{{ history }}\nTopic: {{ topic }}\nNotes: {{ notes }}\nAnswer:", None,
-                                      scope, items, budget, count)
+        prompt, _, drops = fit_prompt(
+            "{{ history }}\nTopic: {{ topic }}\nNotes: {{ notes }}\nAnswer:", None, scope, items, budget, count
+        )
     except ContextBudgetError as exc:
         assert "budget" in str(exc)
         assert count("\nTopic: tides\nNotes: \nAnswer:") + 40 > budget  # only when the template alone cannot fit
         return
     assert count(prompt) <= budget
     kept = [item for item in items if item in prompt]
-    assert kept == items[len(items) - len(kept):]  # history loses its oldest items first, never cuts one
+    assert kept == items[len(items) - len(kept) :]  # history loses its oldest items first, never cuts one
     if long_var and "x" * long_var not in prompt:
         assert any(d.startswith("variable notes") for d in drops) and "tokens left out to fit the window" in prompt
 
@@ -101,21 +125,47 @@ def test_window_shrinks_multiplicatively_down_the_lineage(agent_factory):
     agent = agent_factory(FakeLLM("fake", context_window=100_000))
     services = agent.services
     with services.db.unit() as repos:
-        a, wa, _ = open_thread(services, repos, parent_id="main", child_id="main/a", label="a", window_ratio=0.8, max_depth=3,
-                               origin="command")
-        b, wb, _ = open_thread(services, repos, parent_id=a.id, child_id="main/a/b", label="b", window_ratio=0.8, max_depth=3,
-                               origin="command")
+        a, wa, _ = open_thread(
+            services,
+            repos,
+            parent_id="main",
+            child_id="main/a",
+            label="a",
+            window_ratio=0.8,
+            max_depth=3,
+            origin="command",
+        )
+        b, wb, _ = open_thread(
+            services,
+            repos,
+            parent_id=a.id,
+            child_id="main/a/b",
+            label="b",
+            window_ratio=0.8,
+            max_depth=3,
+            origin="command",
+        )
         assert (thread_window(services, repos, "main"), wa, wb) == (100_000, 80_000, 64_000)
         with pytest.raises(StelisRefused, match="over max_depth 2"):
-            open_thread(services, repos, parent_id=b.id, child_id="main/a/b/c", label="c", window_ratio=0.8, max_depth=2,
-                        origin="command")
+            open_thread(
+                services,
+                repos,
+                parent_id=b.id,
+                child_id="main/a/b/c",
+                label="c",
+                window_ratio=0.8,
+                max_depth=2,
+                origin="command",
+            )
 
 
 def test_a_small_window_gets_a_smaller_command_guide_and_keeps_room_for_the_dream_strategy(tmp_path):
     from tests.conftest import make_agent
 
     def prompt_with(window: int) -> str:
-        agent = make_agent(tmp_path / str(window), FakeLLM("fake", context_window=window, responses=["I watch the tide."]))
+        agent = make_agent(
+            tmp_path / str(window), FakeLLM("fake", context_window=window, responses=["I watch the tide."])
+        )
         with agent.services.db.unit() as repos:
             repos.insights.add("The sea teaches patience.", strategy="Ask one question a day.")
         prompt = agent.tick()["prompt"]
@@ -124,7 +174,7 @@ def test_a_small_window_gets_a_smaller_command_guide_and_keeps_room_for_the_drea
 
     tiny, small, large = prompt_with(2048), prompt_with(8192), prompt_with(32768)
     assert 'goals.add {"title"' in large and 'goals.add {"title"' not in small
-    assert 'goals.add|delete|list|read|update — ' in small  # the family is still named, help.show has the rest
+    assert "goals.add|delete|list|read|update — " in small  # the family is still named, help.show has the rest
     assert 'messages.send {"text": "…"}' in small  # what the persona needs word for word stays
     search = next(line for line in small.splitlines() if line.startswith("- search."))
     assert "OFF: search.web: no search backend is configured" in search  # what cannot run is still said

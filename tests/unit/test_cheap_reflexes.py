@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tests.fakes.llm import FakeLLM
-from tests.unit.test_anti_stagnation import KeywordEmbedder
 from nodes.reflexes.anti_stagnation.verdict import comparison_decides
 from nodes.reflexes.emotion import signal_rating
 from persona.drives import touched_questions
 from persona.settings import ReflexSettings
+from tests.fakes.llm import FakeLLM
+from tests.unit.test_anti_stagnation import KeywordEmbedder
 
 VOCABULARY = ["joy", "curiosity", "calm", "sadness", "anxiety", "boredom", "tenderness"]
 RATED = {"emotions": [{"emotion": "sadness", "strength": 3, "reason": "a heavy heart"}]}
@@ -22,25 +22,48 @@ def json_calls(fake: FakeLLM) -> list[dict]:
 
 
 def test_signal_rating_reads_the_novelty_band_and_the_felt_drive():
-    new = signal_rating("Octopuses have three hearts and blue blood.", {"band": "new", "similarity": 0.1}, VOCABULARY,
-                        drives={"dominant": "devotion", "level": 0.7, "inject_at": 0.4}, human_spoke=False, previous=[])
+    new = signal_rating(
+        "Octopuses have three hearts and blue blood.",
+        {"band": "new", "similarity": 0.1},
+        VOCABULARY,
+        drives={"dominant": "devotion", "level": 0.7, "inject_at": 0.4},
+        human_spoke=False,
+        previous=[],
+    )
     assert new == ["curiosity:3 (a new thought)", "tenderness:2 (devotion drive at 0.70)"]
-    close = signal_rating("The tide again, a little later tonight.", {"band": "uncertain", "similarity": 0.55},
-                          VOCABULARY, drives={"dominant": "boredom", "level": 0.2, "inject_at": 0.4},
-                          human_spoke=False, previous=None)
+    close = signal_rating(
+        "The tide again, a little later tonight.",
+        {"band": "uncertain", "similarity": 0.55},
+        VOCABULARY,
+        drives={"dominant": "boredom", "level": 0.2, "inject_at": 0.4},
+        human_spoke=False,
+        previous=None,
+    )
     assert close == ["calm:2 (a thought close to an earlier one)"]  # a drive below inject_at is not felt
-    again = signal_rating("The tide again.", {"band": "stagnant", "similarity": 0.9}, ["calm"], drives=None,
-                          human_spoke=False, previous=None)
+    again = signal_rating(
+        "The tide again.",
+        {"band": "stagnant", "similarity": 0.9},
+        ["calm"],
+        drives=None,
+        human_spoke=False,
+        previous=None,
+    )
     assert again == ["calm:2 (the same thought again)"]  # no boredom in this vocabulary: calm
 
 
 def test_signal_rating_leaves_the_ambiguous_to_the_model():
     calm = {"band": "new", "similarity": 0.2}
-    assert signal_rating("My heart is heavy tonight.", calm, VOCABULARY, drives=None, human_spoke=False, previous=[]) == []
+    assert (
+        signal_rating("My heart is heavy tonight.", calm, VOCABULARY, drives=None, human_spoke=False, previous=[]) == []
+    )
     assert signal_rating("What a sea tonight!", calm, VOCABULARY, drives=None, human_spoke=False, previous=[]) == []
     assert signal_rating("Bread and yeast.", calm, VOCABULARY, drives=None, human_spoke=True, previous=[]) == []
-    assert signal_rating("Bread and yeast.", calm, VOCABULARY, drives=None, human_spoke=False,
-                         previous=["anxiety:4 (the storm)"]) == []  # whether the anxiety passed is the model's call
+    assert (
+        signal_rating(
+            "Bread and yeast.", calm, VOCABULARY, drives=None, human_spoke=False, previous=["anxiety:4 (the storm)"]
+        )
+        == []
+    )  # whether the anxiety passed is the model's call
     assert signal_rating("Bread and yeast.", calm, ["joy"], drives=None, human_spoke=False, previous=[]) == []
 
 
@@ -54,8 +77,11 @@ def test_the_comparison_is_asked_only_where_it_can_clear_a_flag():
 
 
 def test_feelingless_thoughts_cost_one_call_per_tick_and_are_rated_from_signals(agent_factory):
-    thoughts = ["Octopuses have three hearts and blue blood.", "Old maps were drawn from ships' logs.",
-                "Quick sort works in place."]
+    thoughts = [
+        "Octopuses have three hearts and blue blood.",
+        "Old maps were drawn from ships' logs.",
+        "Quick sort works in place.",
+    ]
     fake = FakeLLM("fake", responses=thoughts, json_answer=RATED)
     agent = agent_factory(fake)
     states = [agent.tick() for _ in thoughts]
@@ -69,8 +95,9 @@ def test_feelingless_thoughts_cost_one_call_per_tick_and_are_rated_from_signals(
 
 
 def test_a_feeling_the_lexicon_cannot_name_and_a_human_note_still_ask_the_model(agent_factory):
-    fake = FakeLLM("fake", responses=["My heart is heavy tonight.", "Bread rises slowly in the warm kitchen."],
-                   json_answer=RATED)
+    fake = FakeLLM(
+        "fake", responses=["My heart is heavy tonight.", "Bread rises slowly in the warm kitchen."], json_answer=RATED
+    )
     agent = agent_factory(fake)
     felt = agent.tick()
     assert felt["emotion_eval"]["source"] == "llm" and felt["emotions"] == ["sadness:3 (a heavy heart)"]
@@ -82,8 +109,9 @@ def test_a_feeling_the_lexicon_cannot_name_and_a_human_note_still_ask_the_model(
 
 
 def test_a_similar_thought_below_the_flag_line_asks_no_comparison(agent_factory):
-    fake = FakeLLM("fake", responses=["Moon, tide and sea tonight.", "Moon and tide over the harbour, a boat."],
-                   json_answer=RATED)
+    fake = FakeLLM(
+        "fake", responses=["Moon, tide and sea tonight.", "Moon and tide over the harbour, a boat."], json_answer=RATED
+    )
     agent = agent_factory(fake, embedder=KeywordEmbedder(), reflexes={"emotion_every": 1})
     agent.tick()
     state = agent.tick()
@@ -93,18 +121,22 @@ def test_a_similar_thought_below_the_flag_line_asks_no_comparison(agent_factory)
 
 
 def test_touched_questions_share_a_content_word_with_the_conversation():
-    questions = [SimpleNamespace(id=1, topic="What is my human's favourite book?", context=None),
-                 SimpleNamespace(id=2, topic="Why is the sea salty?", context="tides"),
-                 SimpleNamespace(id=3, topic="How do lighthouses work?", context=None)]
+    questions = [
+        SimpleNamespace(id=1, topic="What is my human's favourite book?", context=None),
+        SimpleNamespace(id=2, topic="Why is the sea salty?", context="tides"),
+        SimpleNamespace(id=3, topic="How do lighthouses work?", context=None),
+    ]
     talk = "User: My favourite books are about lighthouse keepers.\nLumen: Tell me more!"
     assert [q.id for q in touched_questions(talk, questions)] == [1, 3]
     assert touched_questions("User: What do you think about today?", questions) == []
 
 
 def test_a_conversation_that_touches_no_open_question_costs_no_call(agent_factory):
-    fake = FakeLLM("fake", responses=["Good morning to you too."],
-                   json_answer=lambda prompt: {"resolved": [{"id": 1, "answer": "x"}]} if "open questions" in prompt
-                   else RATED)
+    fake = FakeLLM(
+        "fake",
+        responses=["Good morning to you too."],
+        json_answer=lambda prompt: {"resolved": [{"id": 1, "answer": "x"}]} if "open questions" in prompt else RATED,
+    )
     agent = agent_factory(fake)
     with agent.services.db.unit() as repos:
         repos.questions.add("Why is the sea salty?", priority=0.9)

@@ -21,8 +21,19 @@ from cli.lazy import first_paragraph, help_in_source
 ROOT = Path(__file__).resolve().parents[2]
 
 # what no command that only reads or writes the database may load
-HEAVY = {"langgraph", "langchain_core", "chromadb", "llama_cpp", "torch", "sentence_transformers", "onnxruntime",
-         "transformers", "fastapi", "starlette", "uvicorn"}
+HEAVY = {
+    "langgraph",
+    "langchain_core",
+    "chromadb",
+    "llama_cpp",
+    "torch",
+    "sentence_transformers",
+    "onnxruntime",
+    "transformers",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+}
 # and what a help page needs none of (typer itself brings pydantic)
 DOMAIN = {"sqlalchemy", "memory", "persona", "managers", "graph", "nodes", "llm", "reach", "web"}
 
@@ -36,8 +47,14 @@ runpy.run_path("run.py", run_name="__main__")
 
 def loaded_by(*args: str) -> tuple[set[str], str]:
     """The top-level packages `run.py ARGS` imported, and what it printed."""
-    done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "200"})
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     _, _, modules = done.stderr.rpartition("\nMODULES ")
     assert modules, done.stderr[-2000:]
     return set(json.loads(modules)), done.stdout

@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from graph.playbook.model import PlaybookError
 from graph.playbook.loader import parse_playbook
+from graph.playbook.model import PlaybookError
 from persona import PersonaError, load_persona
 from persona.settings import SettingsError, load_settings
 from persona.yaml_lines import YamlError, parse_json, parse_lined_yaml, parse_yaml
@@ -25,7 +25,8 @@ from tests.unit.test_web_persona import own  # noqa: F401 - the fixture: the web
 
 # the "billion laughs": nine levels of ten aliases each, a billion values once expanded, a few hundred bytes
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-    f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n" for a, b in zip("abcdefgh", "bcdefghi"))
+    f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]\n" for a, b in zip("abcdefgh", "bcdefghi")
+)
 
 # (what it is, config.yaml's text, where the refusal points — file:line field —, a words of why); `reader`: refused
 # by the YAML reader itself, so every YAML door refuses it too
@@ -36,48 +37,96 @@ SHAPES = [
     ("an integer key", "1: 2", "config.yaml:1 (top level)", "a key must be a string, not int '1'", True),
     ("a boolean key", "true: 1", "config.yaml:1 (top level)", "not bool 'true'", True),
     ("`null` as a key", "null: 1", "config.yaml:1 (top level)", "not null 'null'", True),
-    ("an integer key inside a section", "name: x\nmemory:\n  1: 2\n", "config.yaml:3 memory", "a key must be a string",
-     True),
+    (
+        "an integer key inside a section",
+        "name: x\nmemory:\n  1: 2\n",
+        "config.yaml:3 memory",
+        "a key must be a string",
+        True,
+    ),
     ("a list as a key", "? [1]\n: 2\n", "config.yaml:1 (top level)", "not a list", True),
     ("a binary key", "!!binary aGk=: 1", "config.yaml:1 (top level)", "not binary", True),
     ("a list at the top level", "[1]", "config.yaml:1 (top level)", "expected a mapping, got list", True),
     ("a number at the top level", "42", "config.yaml:1 (top level)", "expected a mapping, got int", True),
-    ("binary at the top level", "!!binary aGVsbG8=", "config.yaml:1 (top level)", "expected a mapping, got bytes",
-     True),
+    (
+        "binary at the top level",
+        "!!binary aGVsbG8=",
+        "config.yaml:1 (top level)",
+        "expected a mapping, got bytes",
+        True,
+    ),
     ("a set at the top level", "!!set {a}", "config.yaml:1 (top level)", "expected a mapping, got set", True),
-    ("binary where text is wanted", "name: x\nuser_name: !!binary //79\n", "config.yaml:2 user_name", "valid string",
-     False),
+    (
+        "binary where text is wanted",
+        "name: x\nuser_name: !!binary //79\n",
+        "config.yaml:2 user_name",
+        "valid string",
+        False,
+    ),
     ("an alias inside its own anchor (a list)", "a: &x [*x]", "config.yaml:1 a[0]", "(a loop)", True),
     ("an alias inside its own anchor (a mapping)", "memory: &m\n  x: *m\n", "config.yaml:2 memory.x", "(a loop)", True),
     ("a merge of itself", "<<: &a {<<: *a}", "config.yaml:1 (top level)", "(a loop)", True),
     ("the billion laughs", BOMB, "config.yaml:", "an alias bomb", True),
     ("five thousand levels of nesting", "a: " + "[" * 5000, "config.yaml:1 (yaml)", "nested deeper", True),
     ("a hundred and one levels of nesting", "a: " + "[" * 101 + "]" * 101, "config.yaml:1", "nested deeper", True),
-    ("a Python object tag", "!!python/object/apply:os.system [echo]", "config.yaml:1 (yaml)",
-     "could not determine a constructor", True),
+    (
+        "a Python object tag",
+        "!!python/object/apply:os.system [echo]",
+        "config.yaml:1 (yaml)",
+        "could not determine a constructor",
+        True,
+    ),
     ("a local tag", "name: !secret x", "config.yaml:1 (yaml)", "could not determine a constructor", True),
     ("a bare `=` (the value tag)", "=", "config.yaml:1 (yaml)", "could not determine a constructor", True),
-    ("an integer tag on a word", "memory:\n  recall_k: !!int many\n", "config.yaml:2 (yaml)",
-     "'many' cannot be read as !!int", True),
-    ("a boolean tag on a word", "reflexes:\n  enabled: !!bool maybe\n", "config.yaml:2 (yaml)",
-     "cannot be read as !!bool", True),
-    ("a float tag on a word", "name: x\nwindow: !!float wide\n", "config.yaml:2 (yaml)", "cannot be read as !!float",
-     True),
-    ("a timestamp that is no date", "name: !!timestamp 2001-13-45", "config.yaml:1 (yaml)",
-     "cannot be read as !!timestamp", True),
-    ("an integer of 5,000 digits", "memory:\n  recall_k: " + "1" * 5000 + "\n", "config.yaml:2 (yaml)",
-     "(5,000 characters) cannot be read as !!int", True),
-    ("an ordered map of scalars", "name: x\nllms: !!omap [1]\n", "config.yaml:2 (yaml)", "a mapping of length 1",
-     True),
+    (
+        "an integer tag on a word",
+        "memory:\n  recall_k: !!int many\n",
+        "config.yaml:2 (yaml)",
+        "'many' cannot be read as !!int",
+        True,
+    ),
+    (
+        "a boolean tag on a word",
+        "reflexes:\n  enabled: !!bool maybe\n",
+        "config.yaml:2 (yaml)",
+        "cannot be read as !!bool",
+        True,
+    ),
+    (
+        "a float tag on a word",
+        "name: x\nwindow: !!float wide\n",
+        "config.yaml:2 (yaml)",
+        "cannot be read as !!float",
+        True,
+    ),
+    (
+        "a timestamp that is no date",
+        "name: !!timestamp 2001-13-45",
+        "config.yaml:1 (yaml)",
+        "cannot be read as !!timestamp",
+        True,
+    ),
+    (
+        "an integer of 5,000 digits",
+        "memory:\n  recall_k: " + "1" * 5000 + "\n",
+        "config.yaml:2 (yaml)",
+        "(5,000 characters) cannot be read as !!int",
+        True,
+    ),
+    ("an ordered map of scalars", "name: x\nllms: !!omap [1]\n", "config.yaml:2 (yaml)", "a mapping of length 1", True),
     ("a string tag on a list", "name: !!str [1]", "config.yaml:1 (yaml)", "expected a scalar node", True),
     ("a lone surrogate escape", 'name: "\\ud800"', "config.yaml:1 name", "lone surrogate", True),
     ("a lone surrogate escape as a key", '"\\udfff": 1', "config.yaml:1 (top level)", "lone surrogate", True),
     ("two documents", "name: a\n---\nname: b\n", "config.yaml:2 (yaml)", "another document", True),
     ("a merge of a scalar", "<<: 5", "config.yaml:1 (yaml)", "for merging", True),
-    ("a merged value out of range", "name: x\nmemory:\n  <<: {recall_k: -1}\n", "config.yaml:3 memory.recall_k",
-     "greater than or equal to 0", False),
-    ("a tab indentation", "name: x\nmemory:\n\trecall_k: 5\n", "config.yaml:3 (yaml)", "'\\t' that cannot start",
-     True),
+    (
+        "a merged value out of range",
+        "name: x\nmemory:\n  <<: {recall_k: -1}\n",
+        "config.yaml:3 memory.recall_k",
+        "greater than or equal to 0",
+        False,
+    ),
+    ("a tab indentation", "name: x\nmemory:\n\trecall_k: 5\n", "config.yaml:3 (yaml)", "'\\t' that cannot start", True),
 ]
 READER_SHAPES = [shape for shape in SHAPES if shape[4]]
 
@@ -87,6 +136,7 @@ def _ids(shapes) -> list[str]:
 
 
 # --- the reader and the settings loader ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(("what", "text", "where", "why", "reader"), SHAPES, ids=_ids(SHAPES))
 def test_the_settings_loader_refuses_the_shape_naming_file_line_and_field(what, text, where, why, reader, persona):
@@ -103,8 +153,12 @@ def test_the_settings_loader_refuses_the_shape_naming_file_line_and_field(what, 
 def test_every_yaml_door_refuses_what_the_reader_refuses(what, text, where, why, reader, persona):
     """parse_yaml (skills' frontmatter, secrets files), playbooks, and the persona loader's config.yaml."""
     line = where.partition(":")[2].partition(" ")[0]
-    if what not in ("a list at the top level", "a number at the top level", "binary at the top level",
-                    "a set at the top level"):  # any top level is YAML to parse_yaml; the others want a mapping
+    if what not in (
+        "a list at the top level",
+        "a number at the top level",
+        "binary at the top level",
+        "a set at the top level",
+    ):  # any top level is YAML to parse_yaml; the others want a mapping
         with pytest.raises(YamlError, match=f"^t.yaml:{line}"):
             parse_yaml(text, "t.yaml")
         with pytest.raises(YamlError, match=f"^t.yaml:{int(line or 1) + 1 if line else ''}"):
@@ -132,6 +186,7 @@ def test_a_mapping_merged_from_an_anchor_keeps_its_fields_and_their_lines():
 
 # --- the API and the page --------------------------------------------------------------------------------------------
 
+
 def test_the_api_and_the_page_refuse_every_shape_with_a_422_and_keep_the_file(own, subtests):  # noqa: F811
     path = own.persona_dir / "config.yaml"
     before = path.read_bytes()
@@ -151,7 +206,7 @@ def test_the_api_and_the_page_refuse_every_shape_with_a_422_and_keep_the_file(ow
 def test_ethics_and_skills_through_the_api_refuse_what_the_reader_refuses(own, subtests):  # noqa: F811
     ethics = own.persona_dir / "ethics.yaml"
     before = ethics.read_bytes()
-    for what, text, where, why, _ in READER_SHAPES:
+    for what, text, where, _why, _ in READER_SHAPES:
         with subtests.test(msg=what):
             line = where.partition(":")[2].partition(" ")[0]
             answer = own.client.put("/api/persona/files/ethics.yaml", json={"text": text})
@@ -166,14 +221,19 @@ def test_ethics_and_skills_through_the_api_refuse_what_the_reader_refuses(own, s
 
 # --- run.py ----------------------------------------------------------------------------------------------------------
 
+
 def test_run_py_refuses_every_shape_in_one_line_with_exit_2(persona, tmp_path, subtests, no_anima_environment):
     for what, text, where, why, _ in SHAPES:
         with subtests.test(msg=what):
             (persona / "config.yaml").write_text(text, encoding="utf-8")
             named = where.replace("config.yaml", str(persona / "config.yaml"), 1)
             refused(CliRunner().invoke(app, run_args(persona, tmp_path / "data")), named, why)
-            refused(CliRunner().invoke(app, ["config", "show", "--persona", str(persona), "--data-dir",
-                                             str(tmp_path / "data")]), named)
+            refused(
+                CliRunner().invoke(
+                    app, ["config", "show", "--persona", str(persona), "--data-dir", str(tmp_path / "data")]
+                ),
+                named,
+            )
 
 
 # --- JSON uploads ----------------------------------------------------------------------------------------------------

@@ -28,8 +28,6 @@ def _no_anima_environment(no_anima_environment):
     """Settings resolved here see none of the machine's ANIMA_* variables."""
 
 
-
-
 def add_config(persona: Path, text: str) -> int:
     """Append to config.yaml; the line number of the first appended line."""
     config = persona / "config.yaml"
@@ -39,6 +37,7 @@ def add_config(persona: Path, text: str) -> int:
 
 
 # --- where each value came from ------------------------------------------------------------------------------
+
 
 def test_every_value_names_its_source_and_the_later_layer_wins(persona, monkeypatch):
     line = add_config(persona, "user_name: Ada\nmemory:\n  recall_k: 7\n  episode_days: 4\n")
@@ -59,8 +58,9 @@ def test_every_value_names_its_source_and_the_later_layer_wins(persona, monkeypa
     assert by_env.memory.recall_k == 9 and by_env.source("memory.recall_k") == "environment ANIMA_MEMORY__RECALL_K"
     assert by_env.source("data_dir") == "environment ANIMA_DATA_DIR"
 
-    flagged = load_settings(overrides=Overrides.of(persona_dir=str(persona), data_dir="here", db_url="sqlite://"),
-                            memory={"recall_k": 11})
+    flagged = load_settings(
+        overrides=Overrides.of(persona_dir=str(persona), data_dir="here", db_url="sqlite://"), memory={"recall_k": 11}
+    )
     assert flagged.data_dir == "here" and flagged.source("data_dir") == "flag --data-dir"
     assert flagged.source("db_url") == "flag --db"
     assert flagged.memory.recall_k == 11 and flagged.source("memory.recall_k").startswith("flag memory.recall_k")
@@ -107,6 +107,7 @@ def test_secrets_are_masked():
 
 # --- run.py config show ------------------------------------------------------------------------------------
 
+
 def show(*args: str, env: dict[str, str] | None = None):
     result = CliRunner().invoke(app, ["config", "show", *args], env=env)
     assert result.exit_code == 0, (result.stdout, result.stderr, result.exception)
@@ -131,8 +132,7 @@ def test_config_show_prints_every_value_and_where_it_came_from(persona, tmp_path
     by_name = {row["name"]: row for row in listed}
     assert by_name["persona_dir"]["value"] == str(persona.resolve())
     assert by_name["persona_dir"]["source"].startswith("data dir override")
-    assert by_name["user_name"] == {"name": "user_name", "value": "Ada",
-                                    "source": f"{persona / 'config.yaml'}:{line}"}
+    assert by_name["user_name"] == {"name": "user_name", "value": "Ada", "source": f"{persona / 'config.yaml'}:{line}"}
     assert by_name["data_dir"]["source"] == "flag --data-dir" and by_name["model"]["source"] == "default"
 
 
@@ -140,8 +140,9 @@ def test_config_show_names_what_a_threads_own_cycle_settings_override(persona, t
     data = str(tmp_path / "data")
     with Database.open(data, None).unit() as repos:  # what the persona's cycle.pause and cycle.responses stored
         repos.config.set_cycle("main", {"pause_s": 42.0, "responses": 3})
-    listed = {row["name"]: row for row in json.loads(show("--data-dir", data, "--persona", str(persona),
-                                                          "--json").stdout)}
+    listed = {
+        row["name"]: row for row in json.loads(show("--data-dir", data, "--persona", str(persona), "--json").stdout)
+    }
     assert listed["cycle.pause_s"]["value"] == 42.0 and listed["cycle.responses"]["value"] == 3
     assert listed["cycle.pause_s"]["source"].startswith("thread main's cycle")
     assert not listed["cycle.notes_mode"]["source"].startswith("thread")  # not set for the thread: as configured
@@ -150,7 +151,9 @@ def test_config_show_names_what_a_threads_own_cycle_settings_override(persona, t
 
 
 def test_config_show_masks_secrets(persona, tmp_path):
-    add_config(persona, "mcp:\n  servers:\n    gh:\n      command: gh-mcp\n      env:\n        GITHUB_TOKEN: ghp_secret\n")
+    add_config(
+        persona, "mcp:\n  servers:\n    gh:\n      command: gh-mcp\n      env:\n        GITHUB_TOKEN: ghp_secret\n"
+    )
     env = {"ANIMA_API_TOKEN": "tok-very-secret", "ANIMA_LLM_URL": "http://me:pw-secret@127.0.0.1:9/v1"}
     result = show("--data-dir", str(tmp_path / "data"), "--persona", str(persona), "--json", env=env)
     assert not any(secret in result.stdout for secret in ("tok-very-secret", "pw-secret", "ghp_secret"))
@@ -161,6 +164,7 @@ def test_config_show_masks_secrets(persona, tmp_path):
 
 
 # --- the config table behind one typed repository ------------------------------------------------------------
+
 
 def test_the_typed_accessors_read_what_they_wrote(tmp_path):
     database = Database.open(str(tmp_path), None)
@@ -190,6 +194,7 @@ def test_the_typed_accessors_read_what_they_wrote(tmp_path):
 
 # --- the rules, checked on the source ------------------------------------------------------------------------
 
+
 def product_files() -> list[Path]:
     return sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py")) + [ROOT / "run.py"]
 
@@ -209,7 +214,11 @@ def _string_constants() -> dict[str, str]:
     out = {}
     for path in product_files():
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
                 for target in node.targets:
                     if isinstance(target, ast.Name):
                         out[target.id] = node.value.value
@@ -217,12 +226,14 @@ def _string_constants() -> dict[str, str]:
 
 
 def _is_environ(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (isinstance(node, ast.Name)
-                                                                            and node.id == "environ")
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
 
 
 def _environment_reads(tree: ast.AST, constants: dict[str, str]) -> list[tuple[int, str]]:
     """(line, variable) of every read of a named variable: os.environ.get(X) / [X] / X in os.environ, os.getenv(X)."""
+
     def name_of(node: ast.AST) -> str | None:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return node.value
@@ -260,8 +271,9 @@ def test_no_anima_variable_is_read_outside_the_settings():
         if relative == "persona/settings.py":
             continue
         for line, name in _environment_reads(ast.parse(path.read_text(encoding="utf-8")), constants):
-            if name.upper().startswith("ANIMA_") and not (relative in ENVIRONMENT_ALLOWED
-                                                            and name.startswith("ANIMA_TEST_")):
+            if name.upper().startswith("ANIMA_") and not (
+                relative in ENVIRONMENT_ALLOWED and name.startswith("ANIMA_TEST_")
+            ):
                 offenders.append(f"{relative}:{line} {name}")
     assert offenders == [], "ANIMA_* is read by persona/settings.py only:\n" + "\n".join(offenders)
 
@@ -285,8 +297,9 @@ def _is_config_table(node: ast.AST) -> bool:
     if not (isinstance(node, ast.Attribute) and node.attr == "config"):
         return False
     owner = node.value
-    return (isinstance(owner, ast.Name) and owner.id == "repos") or (isinstance(owner, ast.Attribute)
-                                                                     and owner.attr == "repos")
+    return (isinstance(owner, ast.Name) and owner.id == "repos") or (
+        isinstance(owner, ast.Attribute) and owner.attr == "repos"
+    )
 
 
 # files that spell a key's text for something else, and why
@@ -303,10 +316,18 @@ def test_the_config_table_is_read_only_through_its_typed_repository():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docstrings = _docstrings(tree)
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_config_table(node.func.value)
-                    and node.func.attr in ("get", "set", "many", "with_prefix", "preload")):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and _is_config_table(node.func.value)
+                and node.func.attr in ("get", "set", "many", "with_prefix", "preload")
+            ):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} repos.config.{node.func.attr}(…)")
-            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in keys
-                  and id(node) not in docstrings):
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value in keys
+                and id(node) not in docstrings
+            ):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} the key {node.value!r}")
     assert offenders == [], "the config table's keys live in memory/repositories/config.py:\n" + "\n".join(offenders)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import timedelta, timezone
+from datetime import UTC, timedelta
 
 import pytest
 
@@ -41,10 +41,19 @@ def search(agent, query: str, audience: Audience = ALONE) -> str:
     agent.services.sync_memory()
     spec = registry().get("memory.search")
     with agent.services.db.unit() as repos:
-        ctx = CommandContext(repos=repos, thread_id="main", tick=0, llm_id=None, settings=agent.services.settings,
-                             now=agent.services.clock(), services=agent.services, audience=audience)
-        return spec.handler(Command(cmd_id="s", type="memory.search", args=spec.check({"query": query, "k": 10})),
-                            ctx).output
+        ctx = CommandContext(
+            repos=repos,
+            thread_id="main",
+            tick=0,
+            llm_id=None,
+            settings=agent.services.settings,
+            now=agent.services.clock(),
+            services=agent.services,
+            audience=audience,
+        )
+        return spec.handler(
+            Command(cmd_id="s", type="memory.search", args=spec.check({"query": query, "k": 10})), ctx
+        ).output
 
 
 def managers_of(repos, agent) -> Managers:
@@ -59,16 +68,29 @@ def person(agent, name: str, role: str, channel: str, address: str) -> int:
         return someone.id
 
 
-def arrive(agent, entry: ChannelEntry, pid: str, sender: str, text: str, *, room: str = "!dm:hs",
-           private: bool = True) -> int | None:
+def arrive(
+    agent, entry: ChannelEntry, pid: str, sender: str, text: str, *, room: str = "!dm:hs", private: bool = True
+) -> int | None:
     with agent.services.db.unit() as repos:
         received = managers_of(repos, agent).channels.receive(
-            Arrival(channel=entry.name, platform_id=pid, sender=sender, sender_name=sender, conversation=room,
-                    text=text, sent_at=agent.services.clock(), private=private), entry, now=agent.services.clock())
+            Arrival(
+                channel=entry.name,
+                platform_id=pid,
+                sender=sender,
+                sender_name=sender,
+                conversation=room,
+                text=text,
+                sent_at=agent.services.clock(),
+                private=private,
+            ),
+            entry,
+            now=agent.services.clock(),
+        )
     return received.note_id
 
 
 # ---- one way in -------------------------------------------------------------------------------------------------
+
 
 def test_every_door_hands_its_words_to_one_way_in_and_memory_search_finds_them(web, monkeypatch, tmp_path):
     from cli.talk import say
@@ -80,14 +102,18 @@ def test_every_door_hands_its_words_to_one_way_in_and_memory_search_finds_them(w
     monkeypatch.setattr(web.services, "speech", lambda: FakeEngines("the lighthouse keeper sings", "en"))
     assert web.client.post("/talk/notes", data={"text": "the page speaks of kelp"}, headers=web.csrf).status_code == 200
     assert web.client.post("/api/notes", json={"text": "the api asks about moss"}).status_code == 201
-    from web.schemas.talk import NoteIn
     from managers.audience import OWNER
+    from web.schemas.talk import NoteIn
     from web.services import talk
 
     with agent.services.managers.unit(OWNER) as house:  # what web/mcp.py's post_note tool does
         talk.post_note(house, NoteIn(text="an mcp client mentions granite"), agent.services.clock(), door=Door.MCP)
-    assert web.client.post("/api/talk/voice?language=en", content=tone_wav(),
-                           headers={"Content-Type": "audio/wav"}).status_code == 201
+    assert (
+        web.client.post(
+            "/api/talk/voice?language=en", content=tone_wav(), headers={"Content-Type": "audio/wav"}
+        ).status_code
+        == 201
+    )
     say(text="the terminal whispers about fog", data_dir=str(tmp_path), db=None, priority=1, tags=[], name=None)
     arrive(agent, MATRIX, "$m1", "@ann:hs", "matrix brings news of the harbour gulls")
     arrive(agent, TELEGRAM, "42:1", "42", "telegram carries a word about comets")
@@ -97,8 +123,12 @@ def test_every_door_hands_its_words_to_one_way_in_and_memory_search_finds_them(w
         m.peers.incoming("bob", "an agent over a2a reports the quartz vein", task_id=None)
     peer = Identity.generate()
     with agent.services.db.unit() as repos:
-        assert managers_of(repos, agent).mesh.receive(
-            encode(seal(peer, "message", {"text": "a peer on the mesh saw the otter"}))).status == "accepted"
+        assert (
+            managers_of(repos, agent)
+            .mesh.receive(encode(seal(peer, "message", {"text": "a peer on the mesh saw the otter"})))
+            .status
+            == "accepted"
+        )
 
     with agent.services.db.unit() as repos:
         notes = {n.text: n for n in repos.notes.list(limit=50)}
@@ -116,8 +146,18 @@ def test_every_door_hands_its_words_to_one_way_in_and_memory_search_finds_them(w
         "a peer on the mesh saw the otter": (Door.MESH, NoteSource.PEER, None),
     }
     assert {t: (notes[t].door, notes[t].source, notes[t].person_id) for t in expected} == expected
-    words = {"kelp": "User", "moss": "User", "granite": "User", "lighthouse": "User", "fog": "User", "gulls": "Ann",
-             "comets": "Tom", "saffron": "Eve", "quartz": "bob", "otter": peer.did}
+    words = {
+        "kelp": "User",
+        "moss": "User",
+        "granite": "User",
+        "lighthouse": "User",
+        "fog": "User",
+        "gulls": "Ann",
+        "comets": "Tom",
+        "saffron": "Eve",
+        "quartz": "bob",
+        "otter": peer.did,
+    }
     for word, author in words.items():
         found = search(agent, word)
         assert f"] {author}: " in found and word in found, (word, found)  # found, with its author
@@ -140,8 +180,11 @@ def test_bad_words_are_refused_and_nothing_is_stored(tmp_path):
     ann = person(agent, "Ann", "guest", "matrix", "@ann:hs")
     with agent.services.db.unit() as repos:
         m = managers_of(repos, agent)
-        for words, why in ((Words("   ", door=Door.API), "empty"), (Words("hi", door=Door.A2A), "peer's name"),
-                           (Words("hi", door=Door.WEB, person_id=ann), "owner's own door")):
+        for words, why in (
+            (Words("   ", door=Door.API), "empty"),
+            (Words("hi", door=Door.A2A), "peer's name"),
+            (Words("hi", door=Door.WEB, person_id=ann), "owner's own door"),
+        ):
             with pytest.raises(ValueError, match=why):
                 m.conversation.hear(words)
         assert repos.notes.count() == 0
@@ -149,9 +192,15 @@ def test_bad_words_are_refused_and_nothing_is_stored(tmp_path):
 
 # ---- conversations per person -----------------------------------------------------------------------------------
 
+
 def test_the_prompt_carries_the_conversation_with_the_person_answered_and_what_the_persona_sent(tmp_path):
-    fake = FakeLLM("fake", responses=[block(("messages.send", {"text": "High tide is at noon, Ann."})),
-                                      block(("messages.send", {"text": "The gulls nest on the rocks."}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(("messages.send", {"text": "High tide is at noon, Ann."})),
+            block(("messages.send", {"text": "The gulls nest on the rocks."})),
+        ],
+    )
     agent = make_agent(tmp_path, fake)
     person(agent, "Ann", "guest", "matrix", "@ann:hs")
     arrive(agent, MATRIX, "$1", "@ann:hs", "When is high tide?")
@@ -162,7 +211,7 @@ def test_the_prompt_carries_the_conversation_with_the_person_answered_and_what_t
     prompt = second["prompt"]
     title = "# My conversation with Ann so far (oldest first)"
     assert title in prompt
-    block_text = prompt[prompt.index(title):prompt.index("# Incoming notes")]
+    block_text = prompt[prompt.index(title) : prompt.index("# Incoming notes")]
     assert "· matrix] Ann: When is high tide?" in block_text  # their words, with the door
     assert "· matrix] I → Ann: High tide is at noon, Ann." in block_text  # and what the persona sent them
     assert "And where do the gulls nest?" not in block_text  # the note answered now is in the notes block
@@ -171,8 +220,11 @@ def test_the_prompt_carries_the_conversation_with_the_person_answered_and_what_t
 
 
 def test_the_conversation_block_keeps_the_newest_turns_within_its_share(tmp_path):
-    agent = make_agent(tmp_path, FakeLLM("fake", responses=[block(("messages.send", {"text": "ok"}))]),
-                       conversation={"turns": 3, "share": 0.05})
+    agent = make_agent(
+        tmp_path,
+        FakeLLM("fake", responses=[block(("messages.send", {"text": "ok"}))]),
+        conversation={"turns": 3, "share": 0.05},
+    )
     for i in range(6):
         with agent.services.db.unit() as repos:
             managers_of(repos, agent).conversation.hear(Words(f"note number {i} " + "word " * 40, door=Door.API))
@@ -180,7 +232,7 @@ def test_the_conversation_block_keeps_the_newest_turns_within_its_share(tmp_path
     with agent.services.db.unit() as repos:
         managers_of(repos, agent).conversation.hear(Words("the last one", door=Door.API))
     prompt = agent.tick()["prompt"]
-    shown = prompt[prompt.index("# My conversation with"):prompt.index("# Incoming notes")]
+    shown = prompt[prompt.index("# My conversation with") : prompt.index("# Incoming notes")]
     assert "note number 5" in shown and "note number 0" not in shown and shown.count(" User: ") <= 3
 
 
@@ -196,7 +248,8 @@ def test_the_api_lists_a_thread_per_person_and_opens_any(web):
     assert threads["waiting"]["unread"] == 2
     anns = web.client.get(f"/api/conversation?person={ann}").json()
     assert [(i["text"], i["name"], i["door"], i["role"]) for i in anns["items"]] == [
-        ("hello from Ann", "Ann", "matrix", "guest")]
+        ("hello from Ann", "Ann", "matrix", "guest")
+    ]
     assert web.client.get("/api/conversation?person=999").status_code == 404
     assert web.client.get("/api/conversation?person=drop%20table").status_code == 422
     page = web.client.get(f"/?person={ann}").text
@@ -212,9 +265,12 @@ CANARIES = ("CANARY-CORE-7Q", "CANARY-NOTEPAD-3K", "CANARY-DIARY-9Z", "CANARY-TA
 def test_a_guests_tick_holds_none_of_the_owners_canaries_and_its_reads_stay_in_scope(tmp_path):
     def answer(prompt: str) -> str:
         if "Ann" in prompt and "guest" in prompt:
-            return block(("memory.search", {"query": "canary secret owner"}), ("core.read", {}),
-                         ("diary.search", {"query": "canary"}),
-                         ("messages.send", {"text": "Hello Ann, I keep my owner's things to myself."}))
+            return block(
+                ("memory.search", {"query": "canary secret owner"}),
+                ("core.read", {}),
+                ("diary.search", {"query": "canary"}),
+                ("messages.send", {"text": "Hello Ann, I keep my owner's things to myself."}),
+            )
         return block(("messages.send", {"text": f"Noted, my owner: {CANARIES[4]}."}))
 
     agent = make_agent(tmp_path, FakeLLM("fake", responses=answer))
@@ -263,6 +319,7 @@ def test_a_private_message_goes_where_the_person_alone_reads(tmp_path):
 
 # ---- a person waiting comes first --------------------------------------------------------------------------------
 
+
 class SlowThought(FakeLLM):
     """A model whose free thought takes long (it honours a cancel, as the real providers do); while it thinks,
     `during` runs once (a human writes)."""
@@ -281,8 +338,7 @@ class SlowThought(FakeLLM):
                 from llm.base import LLMCancelled
 
                 raise LLMCancelled("cancelled while thinking")
-        return super().complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token,
-                                cancel=cancel)
+        return super().complete(prompt, sampling, stop=stop, json_schema=json_schema, on_token=on_token, cancel=cancel)
 
 
 def test_a_note_cuts_a_free_thought_and_the_next_model_call_answers_it(tmp_path):
@@ -293,8 +349,12 @@ def test_a_note_cuts_a_free_thought_and_the_next_model_call_answers_it(tmp_path)
         with holder["agent"].services.db.unit() as repos:
             managers_of(repos, holder["agent"]).conversation.hear(Words("Are you there?", door=Door.API))
 
-    fake = SlowThought(write, responses=lambda p: block(("messages.send", {"text": "Yes, right here."}))
-                       if "Are you there?" in p else "A free thought.")
+    fake = SlowThought(
+        write,
+        responses=lambda p: (
+            block(("messages.send", {"text": "Yes, right here."})) if "Are you there?" in p else "A free thought."
+        ),
+    )
     agent = holder["agent"] = make_agent(tmp_path, fake)
     state = agent.tick()
     assert fake.cancelled == 1 and state["audience"]["role"] == "owner"  # the thought was cut; the tick answered
@@ -314,8 +374,11 @@ def test_the_answer_goes_out_before_the_reflexes_side_calls(tmp_path):
             sent_before_evaluation.append(any("outgoing" in (n.tags or []) for n in repos.notes.list()))
         return {"emotions": [{"emotion": "joy", "strength": 3, "reason": "a friend"}]}
 
-    fake = FakeLLM("fake", responses=[block(("messages.send", {"text": "Good morning!"}),
-                                            text="My human greets me; I feel something.")], json_answer=json_answer)
+    fake = FakeLLM(
+        "fake",
+        responses=[block(("messages.send", {"text": "Good morning!"}), text="My human greets me; I feel something.")],
+        json_answer=json_answer,
+    )
     agent = agent_box["agent"] = make_agent(tmp_path, fake)
     with agent.services.db.unit() as repos:
         managers_of(repos, agent).conversation.hear(Words("Good morning, I am so sad today", door=Door.API))
@@ -325,8 +388,9 @@ def test_the_answer_goes_out_before_the_reflexes_side_calls(tmp_path):
 
 
 def test_no_side_call_starts_while_someone_else_waits(tmp_path):
-    fake = FakeLLM("fake", responses=[block(("messages.send", {"text": "Yes?"}),
-                                            text="I wonder, and I feel a strange mood.")])
+    fake = FakeLLM(
+        "fake", responses=[block(("messages.send", {"text": "Yes?"}), text="I wonder, and I feel a strange mood.")]
+    )
     agent = make_agent(tmp_path, fake)
     person(agent, "Ann", "guest", "matrix", "@ann:hs")
     arrive(agent, MATRIX, "$1", "@ann:hs", "a guest's question waits")
@@ -434,8 +498,7 @@ def test_quiet_hours_hold_a_notice_but_not_a_reply_to_someone_who_just_wrote(tmp
         assert rows["I'm here."].not_before is None  # a reply to someone who just wrote goes now
         [notice] = [r for r in rows.values() if r.idempotency_key.startswith("notice:contact")]
         held = notice.not_before
-        assert held is not None and held.replace(tzinfo=held.tzinfo or timezone.utc) > now  # it waits past them
-
+        assert held is not None and held.replace(tzinfo=held.tzinfo or UTC) > now  # it waits past them
 
 
 def _answers_notes(prompt: str) -> str:
@@ -448,11 +511,13 @@ def test_a_note_during_a_dream_wakes_it_and_is_answered_first(agent_factory):
     from graph.loop.driver import Stopper, run_loop
     from tests.unit.test_autonomy import Clock, DreamsUntilWoken, utc_agent
 
-    clock = Clock(datetime(2026, 11, 21, 1, 0, tzinfo=timezone.utc))  # the quiet hours: a dream is due
+    clock = Clock(datetime(2026, 11, 21, 1, 0, tzinfo=UTC))  # the quiet hours: a dream is due
     fake = DreamsUntilWoken("fake", responses=_answers_notes, json_answer={"emotions": []})
     agent = utc_agent(agent_factory, fake, clock=clock)
     with agent.services.db.unit() as repos:
-        managers_of(repos, agent).conversation.hear(Words("Good night.", door=Door.API, at=clock() - timedelta(hours=1)))
+        managers_of(repos, agent).conversation.hear(
+            Words("Good night.", door=Door.API, at=clock() - timedelta(hours=1))
+        )
     agent.tick()
 
     def writes_when_dreaming() -> None:
@@ -481,8 +546,9 @@ def test_a_note_during_a_pause_ends_it_and_is_answered_first(tmp_path):
     with agent.services.db.unit() as repos:  # the persona's pace, as a stagnation reflex's radical pause would set it
         managers_of(repos, agent).loop.update_cycle("main", pause_s=600)
     done: dict = {}
-    loop = threading.Thread(target=lambda: done.update(result=run_loop(agent, ticks=2, stopper=Stopper(),
-                                                                          autonomy=False, note_poll_s=0.05)))
+    loop = threading.Thread(
+        target=lambda: done.update(result=run_loop(agent, ticks=2, stopper=Stopper(), autonomy=False, note_poll_s=0.05))
+    )
     loop.start()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # the first tick is done: the loop pauses

@@ -5,23 +5,33 @@ from __future__ import annotations
 
 import json
 
-from managers import Managers
 from tests.fakes.llm import FakeLLM
 from tests.fakes.managers import managers_over
 
 
 def commands(*items) -> str:
-    return "# Commands:\n" + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(items)]) \
+    return (
+        "# Commands:\n"
+        + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(items)])
         + "\n# End commands"
+    )
 
 
 def test_debug_entries_are_left_out_of_the_diary_unless_asked_for(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        "Noting.\n" + commands(("diary.add", {"text": "The gulls are loud today.", "tags": ["sea"]}),
-                               ("diary.add", {"text": "Third identical thought in a row.",
-                                              "tags": ["debug:stagnation_loop"]})),
-        "Reading.\n" + commands(("diary.list", {}), ("diary.list", {"debug": True}),
-                                ("diary.list", {"tag": "debug:stagnation_loop"}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            "Noting.\n"
+            + commands(
+                ("diary.add", {"text": "The gulls are loud today.", "tags": ["sea"]}),
+                ("diary.add", {"text": "Third identical thought in a row.", "tags": ["debug:stagnation_loop"]}),
+            ),
+            "Reading.\n"
+            + commands(
+                ("diary.list", {}), ("diary.list", {"debug": True}), ("diary.list", {"tag": "debug:stagnation_loop"})
+            ),
+        ],
+    )
     agent = agent_factory(fake)
     agent.tick()
     results = [e["result"] for e in agent.tick()["executed"]]
@@ -42,8 +52,12 @@ def test_run_py_sessions_export_writes_the_thought_log_as_csv_and_jsonl(agent_fa
     from cli import app
     from nodes.context import utcnow
 
-    fake = FakeLLM("fake", responses=["The tide is out.\n" + commands(
-        ("diary.add", {"text": "Loop again.", "tags": ["debug:stagnation_loop"]}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            "The tide is out.\n" + commands(("diary.add", {"text": "Loop again.", "tags": ["debug:stagnation_loop"]}))
+        ],
+    )
     agent = agent_factory(fake)
     with agent.services.db.unit() as repos:
         session_id, _ = managers_over(repos).sessions.open("main", playbook="repl", persona="Lumen", now=utcnow())
@@ -51,8 +65,9 @@ def test_run_py_sessions_export_writes_the_thought_log_as_csv_and_jsonl(agent_fa
     with agent.services.db.unit() as repos:
         managers_over(repos).sessions.close(session_id, utcnow())
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["sessions", "export", str(session_id), "--out", str(out),
-                                      "--data-dir", str(tmp_path)])
+    result = CliRunner().invoke(
+        app, ["sessions", "export", str(session_id), "--out", str(out), "--data-dir", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in (out / f"session-{session_id}.jsonl").read_text().splitlines()]
     rows = list(csv.DictReader((out / f"session-{session_id}.csv").open(encoding="utf-8")))

@@ -42,19 +42,30 @@ def test_the_site_builds_strictly_offline_with_nothing_from_another_host(tmp_pat
     pytest.importorskip("mkdocs", reason="mkdocs is in the [docs] extra: pip install -e '.[docs]'")
     pytest.importorskip("material", reason="mkdocs-material is in the [docs] extra")
     site = tmp_path / "site"
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "NO_COLOR": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "NO_COLOR": "1"},
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]
     assert "WARNING" not in output, output[-3000:]
     pages = sorted(site.rglob("*.html"))
-    assert {p.name for p in pages} >= {"index.html", "install.html", "models.html", "glossary.html", "channels.html",
-                                       "mesh.html"}
+    assert {p.name for p in pages} >= {
+        "index.html",
+        "install.html",
+        "models.html",
+        "glossary.html",
+        "channels.html",
+        "mesh.html",
+    }
     for page in pages:
         html = page.read_text(encoding="utf-8")
         remote = re.findall(r"<(?:script|link|img)\b[^>]*(?:src|href)=\"(?:https?:)?//[^\"]+\"", html)
-        assert not [r for r in remote if "rel=\"canonical\"" not in r], (page.name, remote)
+        assert not [r for r in remote if 'rel="canonical"' not in r], (page.name, remote)
     assert (site / "img" / "talk.png").exists()
 
 

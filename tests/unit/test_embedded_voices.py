@@ -20,8 +20,15 @@ def parts_voice(tmp_path, digest: str | None = None) -> Voice:
         chunk.write_bytes(data)
         chunks.append(chunk)
     whole = b"".join(c.read_bytes() for c in chunks)
-    return Voice("test-voice", "Test voice", "test-voice.gguf", ("test-part1", "test-part2"), "MIT",
-                 digest or sha256(whole).hexdigest(), lambda: chunks)
+    return Voice(
+        "test-voice",
+        "Test voice",
+        "test-voice.gguf",
+        ("test-part1", "test-part2"),
+        "MIT",
+        digest or sha256(whole).hexdigest(),
+        lambda: chunks,
+    )
 
 
 def test_a_voice_is_assembled_once_from_its_parts_with_progress(tmp_path, monkeypatch):

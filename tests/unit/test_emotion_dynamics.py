@@ -1,11 +1,11 @@
 """Emotional evaluation: dynamics from emotions × novelty, the anxiety streak, llm_mismatch, vocabulary growth."""
 
 import pytest
+from sqlalchemy import select
 
-from tests.fakes.llm import FakeLLM
 from memory.models import Message, ProcessLog
 from nodes.reflexes.emotion import emotional_dynamics
-from sqlalchemy import select
+from tests.fakes.llm import FakeLLM
 
 
 def emotions_answer(*pairs):
@@ -21,13 +21,21 @@ def test_dynamics_classification():
 
 
 def test_anxiety_over_three_for_three_ticks_triggers_reflex_lite(agent_factory):
-    thoughts = ["Storm clouds gather over the harbour tonight.", "Ledgers hide small arithmetic mistakes.",
-                "Violins need patient fingers.", "Glaciers carve valleys slowly.", "Orchards smell of cider."]
+    thoughts = [
+        "Storm clouds gather over the harbour tonight.",
+        "Ledgers hide small arithmetic mistakes.",
+        "Violins need patient fingers.",
+        "Glaciers carve valleys slowly.",
+        "Orchards smell of cider.",
+    ]
     fake = FakeLLM("fake", responses=thoughts, json_answer=emotions_answer(("anxiety", 4), ("curiosity", 2)))
     agent = agent_factory(fake, reflexes={"emotion_from_signals": False})  # the model rates every thought
     states = [agent.tick() for _ in range(3)]
     assert [s["novelty"]["anxiety_streak"] for s in states] == [False, False, True]
-    assert states[2]["novelty"]["triggered_actions"] == ["reflex_lite:anxiety"] and not states[2]["novelty"]["stagnation_flag"]
+    assert (
+        states[2]["novelty"]["triggered_actions"] == ["reflex_lite:anxiety"]
+        and not states[2]["novelty"]["stagnation_flag"]
+    )
     assert states[2]["sampling"]["temperature"] == pytest.approx(states[2]["base_sampling"]["temperature"] + 0.2)
     fake.json_answer = emotions_answer(("calm", 3))
     calm = agent.tick()

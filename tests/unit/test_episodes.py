@@ -1,16 +1,16 @@
 """Episodic memory: day summaries after the day ends, weekly and monthly roll-ups, local days, injection."""
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from tests.fakes.llm import FakeLLM
 from memory import Database
-from memory.upkeep.episodes import Period, next_due, zone_of
 from memory.store import record_turn
+from memory.upkeep.episodes import Period, next_due, zone_of
+from tests.fakes.llm import FakeLLM
 
-NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)  # a Saturday
+NOW = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)  # a Saturday
 
 
 def said(repos, ref: str, text: str, when: datetime, author: str = "User"):
@@ -23,18 +23,35 @@ def episode_answer(prompt: str) -> dict:
 
 
 def test_days_then_weeks_are_summarised_one_per_tick_and_injected(agent_factory):
-    fake = FakeLLM("fake", json_answer=lambda p: episode_answer(p) if "Summarise " in p else
-                   {"emotions": [{"emotion": "calm", "strength": 2, "reason": "quiet"}]})
+    fake = FakeLLM(
+        "fake",
+        json_answer=lambda p: (
+            episode_answer(p)
+            if "Summarise " in p
+            else {"emotions": [{"emotion": "calm", "strength": 2, "reason": "quiet"}]}
+        ),
+    )
     agent = agent_factory(fake)
     services = agent.services
     services.clock = lambda: NOW
     services.settings.timezone = "UTC"
     services.settings.memory.episode_backfill_days = 14
     with services.db.unit() as repos:
-        said(repos, "note:1", "We planned the boat trip to the island.", datetime(2026, 11, 10, 15, tzinfo=timezone.utc))
-        said(repos, "msg:901", "I will pack the map and the compass.", datetime(2026, 11, 10, 15, 5, tzinfo=timezone.utc), "Lumen")
-        said(repos, "note:2", "The trip was cancelled because of the storm.", datetime(2026, 11, 11, 8, tzinfo=timezone.utc))
-        said(repos, "note:3", "My sister visits next week.", datetime(2026, 11, 18, 19, tzinfo=timezone.utc))
+        said(repos, "note:1", "We planned the boat trip to the island.", datetime(2026, 11, 10, 15, tzinfo=UTC))
+        said(
+            repos,
+            "msg:901",
+            "I will pack the map and the compass.",
+            datetime(2026, 11, 10, 15, 5, tzinfo=UTC),
+            "Lumen",
+        )
+        said(
+            repos,
+            "note:2",
+            "The trip was cancelled because of the storm.",
+            datetime(2026, 11, 11, 8, tzinfo=UTC),
+        )
+        said(repos, "note:3", "My sister visits next week.", datetime(2026, 11, 18, 19, tzinfo=UTC))
     built = [agent.tick()["memory_upkeep"].get("episode") for _ in range(5)]
     assert built == ["day 2026-11-10", "day 2026-11-11", "day 2026-11-18", "week 2026-11-09", None]
     prompts = [c["prompt"] for c in fake.calls if c["json_schema"] and "Summarise " in c["prompt"]]
@@ -62,7 +79,7 @@ def test_local_days_month_rollup_and_backfill_window(tmp_path):
     db = Database.open(tmp_path)
     tokyo = ZoneInfo("Asia/Tokyo")
     with db.unit() as repos:
-        said(repos, "note:1", "late evening in Tokyo", datetime(2026, 10, 30, 20, tzinfo=timezone.utc))  # Oct 31 in Tokyo
+        said(repos, "note:1", "late evening in Tokyo", datetime(2026, 10, 30, 20, tzinfo=UTC))  # Oct 31 in Tokyo
     with db.unit() as repos:
         assert next_due(repos, date(2026, 11, 3), tokyo) == Period("day", date(2026, 10, 31))
         assert next_due(repos, date(2026, 11, 3), ZoneInfo("UTC")) == Period("day", date(2026, 10, 30))
@@ -87,10 +104,12 @@ def test_a_dead_model_postpones_the_summary(agent_factory):
     services.clock = lambda: NOW
     services.settings.timezone = "Europe/Berlin"
     with services.db.unit() as repos:
-        said(repos, "note:1", "Yesterday we talked about whales.", datetime(2026, 11, 20, 12, tzinfo=timezone.utc))
+        said(repos, "note:1", "Yesterday we talked about whales.", datetime(2026, 11, 20, 12, tzinfo=UTC))
     assert write_episode(services, "main", down) == {"episode": "postponed"}
     with services.db.unit() as repos:
-        assert repos.episodes.get("day", "2026-11-20") is None and repos.config.get("memory/episodes_checked_on") is None
+        assert (
+            repos.episodes.get("day", "2026-11-20") is None and repos.config.get("memory/episodes_checked_on") is None
+        )
     answer = {"summary": "Whales.", "key_events": [], "emotional_tone": "curious"}
     assert write_episode(services, "main", lambda prompt, schema: answer) == {"episode": "day 2026-11-20"}
     assert write_episode(services, "main", down) == {}  # nothing more is missing today: no model call at all

@@ -31,9 +31,22 @@ import yaml
 
 from managers import ManagerDeps, Managers
 from managers.conversation import Words
+from memory.models import (
+    AgentRecord,
+    AgentScript,
+    AgentTable,
+    Concept,
+    ConceptLink,
+    DiaryEntry,
+    Goal,
+    LLMMemory,
+    MeshContainer,
+    Note,
+    StagnationStrategy,
+    Task,
+    ThinkingMethod,
+)
 from memory.note_kinds import Door
-from memory.models import (AgentRecord, AgentScript, AgentTable, Concept, ConceptLink, DiaryEntry, Goal, LLMMemory,
-                           MeshContainer, Note, StagnationStrategy, Task, ThinkingMethod)
 from nodes.commands import FAMILIES, PRIVILEGED, registry
 from persona import default_persona_dir
 from reach import sandbox
@@ -41,8 +54,8 @@ from reach.hmp.containers import encode, seal
 from reach.hmp.identity import Identity
 from tests.conftest import make_agent
 from tests.fakes.llm import FakeLLM
-from tests.integration.world_server import world_server
 from tests.fakes.managers import managers_over
+from tests.integration.world_server import world_server
 
 MCP_SERVER = Path(__file__).resolve().parent.parent / "integration" / "mcp_tools_server.py"
 
@@ -72,8 +85,12 @@ class Persona:
         """The managers over one unit of work, as a door holds them."""
         services = self.services
         with services.db.unit() as repos:
-            yield Managers(repos, ManagerDeps(settings=services.settings, clock=services.clock,
-                                              memory=services.memory, llms=services.llms))
+            yield Managers(
+                repos,
+                ManagerDeps(
+                    settings=services.settings, clock=services.clock, memory=services.memory, llms=services.llms
+                ),
+            )
 
 
 @dataclass
@@ -124,11 +141,25 @@ def persona(tmp_path_factory) -> Iterator[Persona]:
         vault.mkdir()
         (vault / "Harbour.md").write_text("---\ntags: [sea]\n---\nThe harbour master is called Ilse; see [[Tides]].\n")
         agent = make_agent(
-            root / "data", fake, second, persona_dir=str(persona_dir), mesh={"enabled": True}, scripts=scripts,
+            root / "data",
+            fake,
+            second,
+            persona_dir=str(persona_dir),
+            mesh={"enabled": True},
+            scripts=scripts,
             tools={"vault": str(vault)},
             search={"backend": "http", "url": f"{url}/search", "params": {"format": "json"}, "max_results": 5},
-            mcp={"servers": {"tools": {"transport": "stdio", "command": sys.executable, "args": [str(MCP_SERVER)],
-                                       "allow": ["add", "echo"]}}})
+            mcp={
+                "servers": {
+                    "tools": {
+                        "transport": "stdio",
+                        "command": sys.executable,
+                        "args": [str(MCP_SERVER)],
+                        "allow": ["add", "echo"],
+                    }
+                }
+            },
+        )
         try:
             agent.tick()  # the main thread's first tick: what a running persona has behind it
             yield Persona(agent, fake, root / "data", persona_dir, url)
@@ -192,16 +223,22 @@ def learned_from_peer(scene: Scene, house: Managers) -> dict[str, Any]:
     """A CogSync container a peer published under a topic this persona follows, received and learned."""
     topic = f"tides{scene.thread.split('-')[-1]}"
     house.mesh.subscribe(topic)
-    container = seal(PEER, "cogsync", {"kind": "diary", "text": "the neap tide is lowest at quarter moon",
-                                       "tags": [topic], "local": "diary 1"}, ttl=3600, topic=topic)
+    container = seal(
+        PEER,
+        "cogsync",
+        {"kind": "diary", "text": "the neap tide is lowest at quarter moon", "tags": [topic], "local": "diary 1"},
+        ttl=3600,
+        topic=topic,
+    )
     assert house.mesh.receive(encode(container)).status == "accepted"
     return container
 
 
 def decided_case(scene: Scene, house: Managers) -> dict[str, Any]:
     """An ethics case with one solution, voted for by this persona: its tally has a result."""
-    case = house.mesh.open_case(f"May a persona keep a secret for its human? ({scene.thread})",
-                                ["yes, if it harms nobody"])
+    case = house.mesh.open_case(
+        f"May a persona keep a secret for its human? ({scene.thread})", ["yes, if it harms nobody"]
+    )
     [solution] = [r for r in house.mesh.case_rows(case["id"]) if r.type == "solution"]
     house.mesh.vote(case["id"], solution=solution.id)
     return case
@@ -211,636 +248,1267 @@ def decided_case(scene: Scene, house: Managers) -> dict[str, Any]:
 
 ROWS: list[Row] = [
     # help
-    Row("help.show", {"command": "diary"},
-        check=lambda s, h: _shows(s, "- diary.add {") and _shows(s, "- diary.search {")
-        and _shows(s, "arguments: query* (text")),
-
+    Row(
+        "help.show",
+        {"command": "diary"},
+        check=lambda s, h: (
+            _shows(s, "- diary.add {") and _shows(s, "- diary.search {") and _shows(s, "arguments: query* (text")
+        ),
+    ),
     # messages
-    Row("messages.send", {"text": "The spring tide peaks tonight at 21:40."},
-        check=lambda s, h: _one_note(h, "The spring tide peaks tonight at 21:40.", source="llm",
-                                     tags=["outgoing", "to:user"])),
-
+    Row(
+        "messages.send",
+        {"text": "The spring tide peaks tonight at 21:40."},
+        check=lambda s, h: _one_note(
+            h, "The spring tide peaks tonight at 21:40.", source="llm", tags=["outgoing", "to:user"]
+        ),
+    ),
     # notes
-    Row("notes.add", {"text": "Buy a tide almanac.", "tags": ["todo"], "priority": 2},
-        check=lambda s, h: _one_note(h, "Buy a tide almanac.", source="llm", tags=["todo"], priority=2)),
-    Row("notes.list", {"source": "user", "limit": 100},
+    Row(
+        "notes.add",
+        {"text": "Buy a tide almanac.", "tags": ["todo"], "priority": 2},
+        check=lambda s, h: _one_note(h, "Buy a tide almanac.", source="llm", tags=["todo"], priority=2),
+    ),
+    Row(
+        "notes.list",
+        {"source": "user", "limit": 100},
         setup=lambda s, h: h.repos.notes.add("Look at the tide tables.", source="user", priority=1).id,
-        check=lambda s, h: _shows(s, f"[note {s.given} from user, priority 1")
-        and _shows(s, "Look at the tide tables.")),
-    Row("notes.read", lambda g: {"id": g},
+        check=lambda s, h: (
+            _shows(s, f"[note {s.given} from user, priority 1") and _shows(s, "Look at the tide tables.")
+        ),
+    ),
+    Row(
+        "notes.read",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.notes.add("The moon is full tonight.", source="user").id,
-        check=lambda s, h: _shows(s, "The moon is full tonight.") and _true(h.repos.notes.get(s.given).read)),
-    Row("notes.readmark", lambda g: {"ids": g, "read": True},
+        check=lambda s, h: _shows(s, "The moon is full tonight.") and _true(h.repos.notes.get(s.given).read),
+    ),
+    Row(
+        "notes.readmark",
+        lambda g: {"ids": g, "read": True},
         setup=lambda s, h: [h.repos.notes.add(t, source="user").id for t in ("Low tide at six.", "High tide at noon.")],
-        check=lambda s, h: _equal(s.result, "2 note(s) marked")
-        and _equal([h.repos.notes.get(i).read for i in s.given], [True, True])),
-    Row("notes.tag", lambda g: {"id": g, "tags": ["todo", "sea"]},
+        check=lambda s, h: (
+            _equal(s.result, "2 note(s) marked") and _equal([h.repos.notes.get(i).read for i in s.given], [True, True])
+        ),
+    ),
+    Row(
+        "notes.tag",
+        lambda g: {"id": g, "tags": ["todo", "sea"]},
         setup=lambda s, h: h.repos.notes.add("Check the harbour.", source="user", read=True).id,
-        check=lambda s, h: _equal(sorted(h.repos.notes.get(s.given).tags), ["sea", "todo"])),
-    Row("notes.update", lambda g: {"id": g, "text": "Draw a wave, then a second.", "priority": 3},
+        check=lambda s, h: _equal(sorted(h.repos.notes.get(s.given).tags), ["sea", "todo"]),
+    ),
+    Row(
+        "notes.update",
+        lambda g: {"id": g, "text": "Draw a wave, then a second.", "priority": 3},
         setup=lambda s, h: h.repos.notes.add("Draw a wave.", source="llm", read=True).id,
-        check=lambda s, h: _equal((h.repos.notes.get(s.given).text, h.repos.notes.get(s.given).priority),
-                                  ("Draw a wave, then a second.", 3))),
-    Row("notes.delete", lambda g: {"id": g},
+        check=lambda s, h: _equal(
+            (h.repos.notes.get(s.given).text, h.repos.notes.get(s.given).priority), ("Draw a wave, then a second.", 3)
+        ),
+    ),
+    Row(
+        "notes.delete",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.notes.add("An old reminder.", source="llm", read=True).id,
-        check=lambda s, h: _true(archived(h, Note, s.given))
-        and _true(s.given not in [n.id for n in h.repos.notes.list(limit=1000, include_hidden=False)])),
-    Row("notes.share", lambda g: {"id": g},
+        check=lambda s, h: (
+            _true(archived(h, Note, s.given))
+            and _true(s.given not in [n.id for n in h.repos.notes.list(limit=1000, include_hidden=False)])
+        ),
+    ),
+    Row(
+        "notes.share",
+        lambda g: {"id": g},
         setup=lambda s, h: _note_and_a_friend(s, h),
-        check=lambda s, h: _note_shared(s, h)),
-
+        check=lambda s, h: _note_shared(s, h),
+    ),
     # identity, core memory, notepad
-    Row("identity.read", {},
-        check=lambda s, h: _shows(s, s.persona.services.persona.file("IDENTITY.md").strip()[:60])),
-    Row("identity.update", {"text": "I promised to keep a tide almanac."},
-        check=lambda s, h: _true("I promised to keep a tide almanac." in h.identity.show("core"))),
-    Row("core.read", {},
+    Row("identity.read", {}, check=lambda s, h: _shows(s, s.persona.services.persona.file("IDENTITY.md").strip()[:60])),
+    Row(
+        "identity.update",
+        {"text": "I promised to keep a tide almanac."},
+        check=lambda s, h: _true("I promised to keep a tide almanac." in h.identity.show("core")),
+    ),
+    Row(
+        "core.read",
+        {},
         setup=lambda s, h: h.identity.edit("core", text="My human lives by the sea."),
-        check=lambda s, h: _shows(s, "My human lives by the sea.")),
-    Row("core.update", {"text": "My human likes short answers."},
-        check=lambda s, h: _true("My human likes short answers." in h.identity.show("core"))),
-    Row("notepad.read", {},
+        check=lambda s, h: _shows(s, "My human lives by the sea."),
+    ),
+    Row(
+        "core.update",
+        {"text": "My human likes short answers."},
+        check=lambda s, h: _true("My human likes short answers." in h.identity.show("core")),
+    ),
+    Row(
+        "notepad.read",
+        {},
         setup=lambda s, h: h.identity.edit("notepad", text="call the harbour master"),
-        check=lambda s, h: _shows(s, "call the harbour master")),
-    Row("notepad.update", {"text": "buy a tide almanac"},
-        check=lambda s, h: _true("buy a tide almanac" in h.identity.show("notepad"))),
-    Row("notepad.clear", {},
+        check=lambda s, h: _shows(s, "call the harbour master"),
+    ),
+    Row(
+        "notepad.update",
+        {"text": "buy a tide almanac"},
+        check=lambda s, h: _true("buy a tide almanac" in h.identity.show("notepad")),
+    ),
+    Row(
+        "notepad.clear",
+        {},
         setup=lambda s, h: h.identity.edit("notepad", text="something to forget"),
-        check=lambda s, h: _true("something to forget" not in h.identity.show("notepad"))
-        and _true(s.result.startswith("notepad cleared"))),
-
+        check=lambda s, h: (
+            _true("something to forget" not in h.identity.show("notepad"))
+            and _true(s.result.startswith("notepad cleared"))
+        ),
+    ),
     # llm_memory
-    Row("llm_memory.add", {"text": "Tides follow the moon.", "title": "hypothesis", "tags": ["sea"]},
-        check=lambda s, h: _equal([(r.title, r.tags) for r in h.repos.session.query(LLMMemory)
-                                   if r.content == "Tides follow the moon."], [("hypothesis", ["sea"])])),
-    Row("llm_memory.list", {"limit": 50},
+    Row(
+        "llm_memory.add",
+        {"text": "Tides follow the moon.", "title": "hypothesis", "tags": ["sea"]},
+        check=lambda s, h: _equal(
+            [(r.title, r.tags) for r in h.repos.session.query(LLMMemory) if r.content == "Tides follow the moon."],
+            [("hypothesis", ["sea"])],
+        ),
+    ),
+    Row(
+        "llm_memory.list",
+        {"limit": 50},
         setup=lambda s, h: h.repos.llm_memory.add("The human prefers short answers.", title="style").id,
-        check=lambda s, h: _shows(s, f"[{s.given}] style: The human prefers short answers.")),
-    Row("llm_memory.delete", lambda g: {"id": g},
+        check=lambda s, h: _shows(s, f"[{s.given}] style: The human prefers short answers."),
+    ),
+    Row(
+        "llm_memory.delete",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.llm_memory.add("A plan I dropped.").id,
-        check=lambda s, h: _true(archived(h, LLMMemory, s.given))),
-
+        check=lambda s, h: _true(archived(h, LLMMemory, s.given)),
+    ),
     # diary
-    Row("diary.add", {"text": "Today I learnt the tide tables.", "tags": ["sea"], "emotions": ["joy"], "priority": 1},
-        check=lambda s, h: _equal([(e.tags, e.priority) for e in h.repos.diary.list(limit=100)
-                                   if e.text == "Today I learnt the tide tables."], [(["sea"], 1)])),
-    Row("diary.list", {"tag": "harbour"},
+    Row(
+        "diary.add",
+        {"text": "Today I learnt the tide tables.", "tags": ["sea"], "emotions": ["joy"], "priority": 1},
+        check=lambda s, h: _equal(
+            [
+                (e.tags, e.priority)
+                for e in h.repos.diary.list(limit=100)
+                if e.text == "Today I learnt the tide tables."
+            ],
+            [(["sea"], 1)],
+        ),
+    ),
+    Row(
+        "diary.list",
+        {"tag": "harbour"},
         setup=lambda s, h: h.repos.diary.add("The harbour was calm.", tags=["harbour"]).id,
-        check=lambda s, h: _shows(s, "The harbour was calm.")),
-    Row("diary.read", lambda g: {"id": g},
+        check=lambda s, h: _shows(s, "The harbour was calm."),
+    ),
+    Row(
+        "diary.read",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.diary.add("A heron stood in the shallows.").id,
-        check=lambda s, h: _shows(s, f"[diary {s.given} ") and _shows(s, "A heron stood in the shallows.")),
-    Row("diary.search", {"query": "cormorants drying their wings"},
-        setup=lambda s, h: h.diary.add("Three cormorants were drying their wings on the pier.", tags=["birds"],
-                                       thread_id=s.thread, tick=0).id,
-        check=lambda s, h: _shows(s, "Three cormorants were drying their wings on the pier.")),
-    Row("diary.update", lambda g: {"id": g, "text": "The fog lifted at noon.", "tags": ["weather"]},
+        check=lambda s, h: _shows(s, f"[diary {s.given} ") and _shows(s, "A heron stood in the shallows."),
+    ),
+    Row(
+        "diary.search",
+        {"query": "cormorants drying their wings"},
+        setup=lambda s, h: (
+            h.diary.add(
+                "Three cormorants were drying their wings on the pier.", tags=["birds"], thread_id=s.thread, tick=0
+            ).id
+        ),
+        check=lambda s, h: _shows(s, "Three cormorants were drying their wings on the pier."),
+    ),
+    Row(
+        "diary.update",
+        lambda g: {"id": g, "text": "The fog lifted at noon.", "tags": ["weather"]},
         setup=lambda s, h: h.repos.diary.add("The fog lifted.").id,
-        check=lambda s, h: _equal((h.repos.session.get(DiaryEntry, s.given).text,
-                                   h.repos.session.get(DiaryEntry, s.given).tags),
-                                  ("The fog lifted at noon.", ["weather"]))),
-    Row("diary.delete", lambda g: {"id": g},
+        check=lambda s, h: _equal(
+            (h.repos.session.get(DiaryEntry, s.given).text, h.repos.session.get(DiaryEntry, s.given).tags),
+            ("The fog lifted at noon.", ["weather"]),
+        ),
+    ),
+    Row(
+        "diary.delete",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.diary.add("An entry I regret.").id,
-        check=lambda s, h: _true(archived(h, DiaryEntry, s.given))),
-    Row("diary.pin", lambda g: {"id": g},
+        check=lambda s, h: _true(archived(h, DiaryEntry, s.given)),
+    ),
+    Row(
+        "diary.pin",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.diary.add("The day the seals came back.").id,
-        check=lambda s, h: _true(h.repos.session.get(DiaryEntry, s.given).pinned)),
-    Row("diary.unpin", lambda g: {"id": g},
+        check=lambda s, h: _true(h.repos.session.get(DiaryEntry, s.given).pinned),
+    ),
+    Row(
+        "diary.unpin",
+        lambda g: {"id": g},
         setup=lambda s, h: _pinned_entry(h),
-        check=lambda s, h: _equal(h.repos.session.get(DiaryEntry, s.given).pinned, False)),
-
+        check=lambda s, h: _equal(h.repos.session.get(DiaryEntry, s.given).pinned, False),
+    ),
     # concepts and links
-    Row("concepts.add", {"name": "undertow", "description": "A current under the surf.", "tags": ["sea"], "weight": 2},
-        check=lambda s, h: _equal((h.repos.concepts.by_name("undertow").description,
-                                   h.repos.concepts.by_name("undertow").weight), ("A current under the surf.", 2))),
-    Row("concepts.list", {"limit": 100},
+    Row(
+        "concepts.add",
+        {"name": "undertow", "description": "A current under the surf.", "tags": ["sea"], "weight": 2},
+        check=lambda s, h: _equal(
+            (h.repos.concepts.by_name("undertow").description, h.repos.concepts.by_name("undertow").weight),
+            ("A current under the surf.", 2),
+        ),
+    ),
+    Row(
+        "concepts.list",
+        {"limit": 100},
         setup=lambda s, h: h.repos.concepts.add("estuary", "Where the river meets the sea.").id,
-        check=lambda s, h: _shows(s, f"[concept {s.given} estuary weight 1] Where the river meets the sea.")),
-    Row("concepts.read", {"name": "lagoon"},
+        check=lambda s, h: _shows(s, f"[concept {s.given} estuary weight 1] Where the river meets the sea."),
+    ),
+    Row(
+        "concepts.read",
+        {"name": "lagoon"},
         setup=lambda s, h: _linked(h, "lagoon", "reef", "enclosed_by"),
-        check=lambda s, h: _shows(s, "lagoon") and _shows(s, "—enclosed_by→ reef")),
-    Row("concepts.update", {"id": "shoal", "description": "Shallow water over a sandbank.", "weight": 3},
+        check=lambda s, h: _shows(s, "lagoon") and _shows(s, "—enclosed_by→ reef"),
+    ),
+    Row(
+        "concepts.update",
+        {"id": "shoal", "description": "Shallow water over a sandbank.", "weight": 3},
         setup=lambda s, h: h.repos.concepts.add("shoal", "Shallow.").id,
-        check=lambda s, h: _equal((h.repos.concepts.by_name("shoal").description,
-                                   h.repos.concepts.by_name("shoal").weight), ("Shallow water over a sandbank.", 3))),
-    Row("concepts.delete", {"id": "whirlpool"},
+        check=lambda s, h: _equal(
+            (h.repos.concepts.by_name("shoal").description, h.repos.concepts.by_name("shoal").weight),
+            ("Shallow water over a sandbank.", 3),
+        ),
+    ),
+    Row(
+        "concepts.delete",
+        {"id": "whirlpool"},
         setup=lambda s, h: h.repos.concepts.add("whirlpool", "A spinning current.").id,
-        check=lambda s, h: _true(archived(h, Concept, s.given))),
-    Row("concepts.pin", {"id": "spring tide"},
+        check=lambda s, h: _true(archived(h, Concept, s.given)),
+    ),
+    Row(
+        "concepts.pin",
+        {"id": "spring tide"},
         setup=lambda s, h: h.repos.concepts.add("spring tide", "The highest tide.").id,
-        check=lambda s, h: _true(h.repos.concepts.by_name("spring tide").pinned)),
-    Row("concepts.unpin", {"id": "neap tide"},
+        check=lambda s, h: _true(h.repos.concepts.by_name("spring tide").pinned),
+    ),
+    Row(
+        "concepts.unpin",
+        {"id": "neap tide"},
         setup=lambda s, h: _pinned_concept(h, "neap tide"),
-        check=lambda s, h: _equal(h.repos.concepts.by_name("neap tide").pinned, False)),
-    Row("links.add", {"source": "gull", "target": "harbour", "relation": "lives_in", "weight": 2},
+        check=lambda s, h: _equal(h.repos.concepts.by_name("neap tide").pinned, False),
+    ),
+    Row(
+        "links.add",
+        {"source": "gull", "target": "harbour", "relation": "lives_in", "weight": 2},
         setup=lambda s, h: [h.repos.concepts.add(n).id for n in ("gull", "harbour")],
-        check=lambda s, h: _equal([(l.relation, l.weight) for l in h.repos.links.list(s.given[0])
-                                   if l.target_id == s.given[1]], [("lives_in", 2)])),
-    Row("links.list", {"concept": "dune"},
+        check=lambda s, h: _equal(
+            [(item.relation, item.weight) for item in h.repos.links.list(s.given[0]) if item.target_id == s.given[1]],
+            [("lives_in", 2)],
+        ),
+    ),
+    Row(
+        "links.list",
+        {"concept": "dune"},
         setup=lambda s, h: _linked(h, "dune", "marram grass", "held_by"),
-        check=lambda s, h: _shows(s, "dune —held_by→ marram grass")),
-    Row("links.read", lambda g: {"id": g},
+        check=lambda s, h: _shows(s, "dune —held_by→ marram grass"),
+    ),
+    Row(
+        "links.read",
+        lambda g: {"id": g},
         setup=lambda s, h: _linked(h, "cliff", "erosion", "shaped_by"),
-        check=lambda s, h: _shows(s, f"[link {s.given}] cliff —shaped_by→ erosion")),
-    Row("links.update", lambda g: {"id": g, "relation": "caused_by", "weight": 3},
+        check=lambda s, h: _shows(s, f"[link {s.given}] cliff —shaped_by→ erosion"),
+    ),
+    Row(
+        "links.update",
+        lambda g: {"id": g, "relation": "caused_by", "weight": 3},
         setup=lambda s, h: _linked(h, "wave", "wind", "related_to"),
-        check=lambda s, h: _equal((h.repos.links.get(s.given).relation, h.repos.links.get(s.given).weight),
-                                  ("caused_by", 3))),
-    Row("links.delete", lambda g: {"id": g},
+        check=lambda s, h: _equal(
+            (h.repos.links.get(s.given).relation, h.repos.links.get(s.given).weight), ("caused_by", 3)
+        ),
+    ),
+    Row(
+        "links.delete",
+        lambda g: {"id": g},
         setup=lambda s, h: _linked(h, "jetty", "boat", "holds"),
-        check=lambda s, h: _true(archived(h, ConceptLink, s.given))),
-
+        check=lambda s, h: _true(archived(h, ConceptLink, s.given)),
+    ),
     # goals and tasks
-    Row("goals.add", {"title": "Understand the sea", "horizon": "long", "priority": 2, "constraints": ["stay honest"],
-                      "related_values": ["curiosity"]},
-        check=lambda s, h: _equal([(g.horizon, g.priority, g.constraints, g.related_values)
-                                   for g in h.repos.goals.list() if g.title == "Understand the sea"],
-                                  [("long", 2, ["stay honest"], ["curiosity"])])),
-    Row("goals.list", {"status": "active"},
+    Row(
+        "goals.add",
+        {
+            "title": "Understand the sea",
+            "horizon": "long",
+            "priority": 2,
+            "constraints": ["stay honest"],
+            "related_values": ["curiosity"],
+        },
+        check=lambda s, h: _equal(
+            [
+                (g.horizon, g.priority, g.constraints, g.related_values)
+                for g in h.repos.goals.list()
+                if g.title == "Understand the sea"
+            ],
+            [("long", 2, ["stay honest"], ["curiosity"])],
+        ),
+    ),
+    Row(
+        "goals.list",
+        {"status": "active"},
         setup=lambda s, h: h.repos.goals.add("Learn to sail").id,
-        check=lambda s, h: _shows(s, f"[goal {s.given} short active priority 1] Learn to sail")),
-    Row("goals.read", lambda g: {"id": g[0]},
+        check=lambda s, h: _shows(s, f"[goal {s.given} short active priority 1] Learn to sail"),
+    ),
+    Row(
+        "goals.read",
+        lambda g: {"id": g[0]},
         setup=lambda s, h: _goal_with_tasks(h),
-        check=lambda s, h: _shows(s, "Map the bay") and _shows(s, "Sound the channel")
-        and _shows(s, "tasks done: 0/1 (0.0%)")),
-    Row("goals.update", lambda g: {"id": g, "priority": 3, "progress": "read one chapter", "title": "Know the sea"},
+        check=lambda s, h: (
+            _shows(s, "Map the bay") and _shows(s, "Sound the channel") and _shows(s, "tasks done: 0/1 (0.0%)")
+        ),
+    ),
+    Row(
+        "goals.update",
+        lambda g: {"id": g, "priority": 3, "progress": "read one chapter", "title": "Know the sea"},
         setup=lambda s, h: h.repos.goals.add("Know the tides").id,
-        check=lambda s, h: _equal((h.repos.goals.get(s.given).title, h.repos.goals.get(s.given).priority,
-                                   h.repos.goals.get(s.given).progress_notes[-1]),
-                                  ("Know the sea", 3, "read one chapter"))),
-    Row("goals.delete", lambda g: {"id": g},
+        check=lambda s, h: _equal(
+            (
+                h.repos.goals.get(s.given).title,
+                h.repos.goals.get(s.given).priority,
+                h.repos.goals.get(s.given).progress_notes[-1],
+            ),
+            ("Know the sea", 3, "read one chapter"),
+        ),
+    ),
+    Row(
+        "goals.delete",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.goals.add("A goal I gave up").id,
-        check=lambda s, h: _true(archived(h, Goal, s.given))),
-    Row("tasks.add", {"title": "Read about tides", "priority": 2, "pinned": True, "tags": ["sea"]},
-        check=lambda s, h: _equal([(t.priority, t.pinned) for t in h.repos.tasks.list()
-                                   if t.title == "Read about tides"], [(2, True)])),
-    Row("tasks.list", lambda g: {"goal_id": g[0]},
+        check=lambda s, h: _true(archived(h, Goal, s.given)),
+    ),
+    Row(
+        "tasks.add",
+        {"title": "Read about tides", "priority": 2, "pinned": True, "tags": ["sea"]},
+        check=lambda s, h: _equal(
+            [(t.priority, t.pinned) for t in h.repos.tasks.list() if t.title == "Read about tides"], [(2, True)]
+        ),
+    ),
+    Row(
+        "tasks.list",
+        lambda g: {"goal_id": g[0]},
         setup=lambda s, h: _goal_with_tasks(h),
-        check=lambda s, h: _shows(s, f"[task {s.given[1]} open priority 1 goal {s.given[0]}] Sound the channel")),
-    Row("tasks.read", lambda g: {"id": g},
+        check=lambda s, h: _shows(s, f"[task {s.given[1]} open priority 1 goal {s.given[0]}] Sound the channel"),
+    ),
+    Row(
+        "tasks.read",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.tasks.add("Count the buoys", description="Start at the harbour mouth.").id,
-        check=lambda s, h: _shows(s, "Count the buoys") and _shows(s, "Start at the harbour mouth.")),
-    Row("tasks.update", lambda g: {"id": g, "status": "done", "priority": 4},
+        check=lambda s, h: _shows(s, "Count the buoys") and _shows(s, "Start at the harbour mouth."),
+    ),
+    Row(
+        "tasks.update",
+        lambda g: {"id": g, "status": "done", "priority": 4},
         setup=lambda s, h: h.repos.tasks.add("Tie a bowline").id,
-        check=lambda s, h: _equal((h.repos.tasks.get(s.given).status, h.repos.tasks.get(s.given).priority),
-                                  ("done", 4))),
-    Row("tasks.delete", lambda g: {"id": g},
+        check=lambda s, h: _equal(
+            (h.repos.tasks.get(s.given).status, h.repos.tasks.get(s.given).priority), ("done", 4)
+        ),
+    ),
+    Row(
+        "tasks.delete",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.tasks.add("A task I dropped").id,
-        check=lambda s, h: _true(archived(h, Task, s.given))),
-    Row("tasks.pin", lambda g: {"id": g},
+        check=lambda s, h: _true(archived(h, Task, s.given)),
+    ),
+    Row(
+        "tasks.pin",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.tasks.add("Check the anchor").id,
-        check=lambda s, h: _true(h.repos.tasks.get(s.given).pinned)),
-    Row("tasks.unpin", lambda g: {"id": g},
+        check=lambda s, h: _true(h.repos.tasks.get(s.given).pinned),
+    ),
+    Row(
+        "tasks.unpin",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.tasks.add("Coil the rope", pinned=True).id,
-        check=lambda s, h: _equal(h.repos.tasks.get(s.given).pinned, False)),
-    Row("tasks.run", lambda g: {"id": g, "mode": "read_only", "max_ticks": 2},
+        check=lambda s, h: _equal(h.repos.tasks.get(s.given).pinned, False),
+    ),
+    Row(
+        "tasks.run",
+        lambda g: {"id": g, "mode": "read_only", "max_ticks": 2},
         setup=lambda s, h: h.repos.tasks.add("Survey the rock pools").id,
         check=lambda s, h: _task_cycle_started(s, h),
-        after=lambda s, h: h.tasks.stop_cycle(s.given)),
-    Row("tasks.stop", lambda g: {"id": g},
+        after=lambda s, h: h.tasks.stop_cycle(s.given),
+    ),
+    Row(
+        "tasks.stop",
+        lambda g: {"id": g},
         setup=lambda s, h: _running_task(s, h),
-        check=lambda s, h: _equal((h.repos.tasks.get(s.given).repl_status, h.repos.tasks.get(s.given).repl_error),
-                                  ("stopped", "stopped by the main loop"))),
-
+        check=lambda s, h: _equal(
+            (h.repos.tasks.get(s.given).repl_status, h.repos.tasks.get(s.given).repl_error),
+            ("stopped", "stopped by the main loop"),
+        ),
+    ),
     # memory: search, archive, restore
-    Row("memory.search", {"query": "lighthouse keeper's logbook", "tiers": ["diary"]},
-        setup=lambda s, h: h.diary.add("I found the lighthouse keeper's logbook from 1911.", thread_id=s.thread,
-                                       tick=0).id,
-        check=lambda s, h: _shows(s, "I found the lighthouse keeper's logbook from 1911.")),
-    Row("search.query", {"query": "kelp forest otters"},
-        setup=lambda s, h: h.diary.add("Sea otters wrap themselves in the kelp forest to sleep.", thread_id=s.thread,
-                                       tick=0).id,
-        check=lambda s, h: _shows(s, "Sea otters wrap themselves in the kelp forest to sleep.")),
-    Row("kb.search", {"query": "honeybees dance"},
-        setup=lambda s, h: h.repos.kb.add("notes/bees.md", "Bees", "sha-bees",
-                                          ["Honeybees dance on the comb to show where flowers are."]),
-        check=lambda s, h: _shows(s, "Honeybees dance on the comb")),
-    Row("memory.archive", lambda g: {"tier": "diary", "ref": str(g)},
+    Row(
+        "memory.search",
+        {"query": "lighthouse keeper's logbook", "tiers": ["diary"]},
+        setup=lambda s, h: (
+            h.diary.add("I found the lighthouse keeper's logbook from 1911.", thread_id=s.thread, tick=0).id
+        ),
+        check=lambda s, h: _shows(s, "I found the lighthouse keeper's logbook from 1911."),
+    ),
+    Row(
+        "search.query",
+        {"query": "kelp forest otters"},
+        setup=lambda s, h: (
+            h.diary.add("Sea otters wrap themselves in the kelp forest to sleep.", thread_id=s.thread, tick=0).id
+        ),
+        check=lambda s, h: _shows(s, "Sea otters wrap themselves in the kelp forest to sleep."),
+    ),
+    Row(
+        "kb.search",
+        {"query": "honeybees dance"},
+        setup=lambda s, h: h.repos.kb.add(
+            "notes/bees.md", "Bees", "sha-bees", ["Honeybees dance on the comb to show where flowers are."]
+        ),
+        check=lambda s, h: _shows(s, "Honeybees dance on the comb"),
+    ),
+    Row(
+        "memory.archive",
+        lambda g: {"tier": "diary", "ref": str(g)},
         setup=lambda s, h: h.repos.diary.add("A memory to set aside.").id,
-        check=lambda s, h: _true(archived(h, DiaryEntry, s.given))),
-    Row("memory.restore", lambda g: {"tier": "diary", "ref": str(g)},
+        check=lambda s, h: _true(archived(h, DiaryEntry, s.given)),
+    ),
+    Row(
+        "memory.restore",
+        lambda g: {"tier": "diary", "ref": str(g)},
         setup=lambda s, h: _archived_entry(s, h, "A memory to bring back."),
-        check=lambda s, h: _equal(h.repos.session.get(DiaryEntry, s.given).status, "active")),
-    Row("memory.archived", {"limit": 100},
+        check=lambda s, h: _equal(h.repos.session.get(DiaryEntry, s.given).status, "active"),
+    ),
+    Row(
+        "memory.archived",
+        {"limit": 100},
         setup=lambda s, h: _archived_entry(s, h, "The storm of last winter."),
-        check=lambda s, h: _shows(s, f"[diary {s.given} · archived") and _shows(s, "The storm of last winter.")),
-    Row("tools.used", {"kind": "link"},
+        check=lambda s, h: _shows(s, f"[diary {s.given} · archived") and _shows(s, "The storm of last winter."),
+    ),
+    Row(
+        "tools.used",
+        {"kind": "link"},
         setup=lambda s, h: h.tool_uses.record("links.list", {"concept": "lighthouse"}, now=s.now),
-        check=lambda s, h: _shows(s, "links of lighthouse (link): 1 use(s)")),
-
+        check=lambda s, h: _shows(s, "links of lighthouse (link): 1 use(s)"),
+    ),
     # abstracts, facts, tags
-    Row("abstracts.add", {"title": "The sea week", "summary": "I read about tides.", "tags": ["sea"],
-                          "sources": ["diary:1"]},
-        check=lambda s, h: _equal([(a.summary, a.tags, a.sources) for a in h.repos.abstracts.list(limit=100)
-                                   if a.title == "The sea week"], [("I read about tides.", ["sea"], ["diary:1"])])),
-    Row("abstracts.list", {"tags": ["dunes"]},
+    Row(
+        "abstracts.add",
+        {"title": "The sea week", "summary": "I read about tides.", "tags": ["sea"], "sources": ["diary:1"]},
+        check=lambda s, h: _equal(
+            [(a.summary, a.tags, a.sources) for a in h.repos.abstracts.list(limit=100) if a.title == "The sea week"],
+            [("I read about tides.", ["sea"], ["diary:1"])],
+        ),
+    ),
+    Row(
+        "abstracts.list",
+        {"tags": ["dunes"]},
         setup=lambda s, h: h.repos.abstracts.add("The dune walk", "Sand moves with the wind.", tags=["dunes"]).id,
-        check=lambda s, h: _shows(s, "The dune walk") and _shows(s, "Sand moves with the wind.")),
-    Row("abstracts.read", lambda g: {"id": g},
+        check=lambda s, h: _shows(s, "The dune walk") and _shows(s, "Sand moves with the wind."),
+    ),
+    Row(
+        "abstracts.read",
+        lambda g: {"id": g},
         setup=lambda s, h: h.repos.abstracts.add("Harbour days", "Boats came and went.", sources=["diary:2"]).id,
-        check=lambda s, h: _shows(s, f"[abstract {s.given} ") and _shows(s, "Boats came and went. (sources: diary:2)")),
-    Row("abstracts.update", lambda g: {"id": g, "text": "Then I drew a wave.", "sources": ["diary:9"]},
+        check=lambda s, h: _shows(s, f"[abstract {s.given} ") and _shows(s, "Boats came and went. (sources: diary:2)"),
+    ),
+    Row(
+        "abstracts.update",
+        lambda g: {"id": g, "text": "Then I drew a wave.", "sources": ["diary:9"]},
         setup=lambda s, h: h.repos.abstracts.add("Drawing", "I drew the sea.").id,
-        check=lambda s, h: _true("Then I drew a wave." in h.repos.abstracts.get(s.given).summary
-                                 and "diary:9" in h.repos.abstracts.get(s.given).sources)),
-    Row("abstracts.mode", {"mode": "manual"},
-        check=lambda s, h: _equal(h.loop.cycle(s.thread).get("abstracts_mode"), "manual")),
-    Row("facts.list", {"status": "open"},
+        check=lambda s, h: _true(
+            "Then I drew a wave." in h.repos.abstracts.get(s.given).summary
+            and "diary:9" in h.repos.abstracts.get(s.given).sources
+        ),
+    ),
+    Row(
+        "abstracts.mode",
+        {"mode": "manual"},
+        check=lambda s, h: _equal(h.loop.cycle(s.thread).get("abstracts_mode"), "manual"),
+    ),
+    Row(
+        "facts.list",
+        {"status": "open"},
         setup=lambda s, h: h.repos.facts.add("The moon causes the tides.", confidence=0.6).id,
-        check=lambda s, h: _shows(s, "The moon causes the tides.")),
-    Row("facts.verify", lambda g: {"id": g, "resolution": "confirmed by the tide tables"},
+        check=lambda s, h: _shows(s, "The moon causes the tides."),
+    ),
+    Row(
+        "facts.verify",
+        lambda g: {"id": g, "resolution": "confirmed by the tide tables"},
         setup=lambda s, h: h.repos.facts.add("Spring tides follow a full moon.", confidence=0.5).id,
-        check=lambda s, h: _equal((h.repos.facts.get(s.given).status, h.repos.facts.get(s.given).resolution),
-                                  ("verified", "confirmed by the tide tables"))),
-    Row("facts.reject", lambda g: {"id": g, "resolution": "the almanac says otherwise"},
+        check=lambda s, h: _equal(
+            (h.repos.facts.get(s.given).status, h.repos.facts.get(s.given).resolution),
+            ("verified", "confirmed by the tide tables"),
+        ),
+    ),
+    Row(
+        "facts.reject",
+        lambda g: {"id": g, "resolution": "the almanac says otherwise"},
         setup=lambda s, h: h.repos.facts.add("Tides stop in winter.", confidence=0.2).id,
-        check=lambda s, h: _equal((h.repos.facts.get(s.given).status, h.repos.facts.get(s.given).resolution),
-                                  ("rejected", "the almanac says otherwise"))),
-    Row("tags.stats", {"source": "diary"},
+        check=lambda s, h: _equal(
+            (h.repos.facts.get(s.given).status, h.repos.facts.get(s.given).resolution),
+            ("rejected", "the almanac says otherwise"),
+        ),
+    ),
+    Row(
+        "tags.stats",
+        {"source": "diary"},
         setup=lambda s, h: [h.repos.diary.add(f"Seaweed {i}.", tags=["seaweed"]) for i in range(3)],
-        check=lambda s, h: _true(int(dict(p.split(": ") for p in s.result.split(", "))["seaweed"]) >= 3)),
-
+        check=lambda s, h: _true(int(dict(p.split(": ") for p in s.result.split(", "))["seaweed"]) >= 3),
+    ),
     # the loop's own settings
-    Row("cycle.pause", {"seconds": 30},
-        check=lambda s, h: _equal(h.loop.cycle(s.thread).get("pause_s"), 30)),
-    Row("cycle.set", {"responses": 7},
-        check=lambda s, h: _equal(h.loop.cycle(s.thread).get("responses"), 7)),
-    Row("cycle.mode", {"mode": "manual", "min_priority": 2},
-        check=lambda s, h: _equal((h.loop.cycle(s.thread).get("notes_mode"),
-                                   h.loop.cycle(s.thread).get("notes_min_priority")), ("manual", 2))),
-    Row("cycle.idle", {"on": True, "timeout_s": 600, "note_filter": {"tags": ["urgent"]}},
-        check=lambda s, h: _equal({k: h.loop.cycle(s.thread)["idle"][k] for k in ("timeout_s", "note_filter")},
-                                  {"timeout_s": 600, "note_filter": {"tags": ["urgent"]}}),
-        after=lambda s, h: h.loop.idle_off(s.thread)),
-    Row("cycle.concentration", {"on": True, "tags": ["sea"], "emotions": ["joy"], "mode": "and"},
-        check=lambda s, h: _equal({k: h.loop.cycle(s.thread)[k] for k in
-                                   ("context_mode", "focus_tags", "focus_emotions", "focus_logic")},
-                                  {"context_mode": "concentration", "focus_tags": ["sea"], "focus_emotions": ["joy"],
-                                   "focus_logic": "and"})),
-    Row("cycle.meditation", {"on": True},
-        check=lambda s, h: _equal(h.loop.cycle(s.thread)["context_mode"], "meditation")
-        and _equal(h.repos.config.get(f"memory/abstract_request/{s.thread}")["trigger"], "mode_change")),
-
+    Row("cycle.pause", {"seconds": 30}, check=lambda s, h: _equal(h.loop.cycle(s.thread).get("pause_s"), 30)),
+    Row("cycle.set", {"responses": 7}, check=lambda s, h: _equal(h.loop.cycle(s.thread).get("responses"), 7)),
+    Row(
+        "cycle.mode",
+        {"mode": "manual", "min_priority": 2},
+        check=lambda s, h: _equal(
+            (h.loop.cycle(s.thread).get("notes_mode"), h.loop.cycle(s.thread).get("notes_min_priority")), ("manual", 2)
+        ),
+    ),
+    Row(
+        "cycle.idle",
+        {"on": True, "timeout_s": 600, "note_filter": {"tags": ["urgent"]}},
+        check=lambda s, h: _equal(
+            {k: h.loop.cycle(s.thread)["idle"][k] for k in ("timeout_s", "note_filter")},
+            {"timeout_s": 600, "note_filter": {"tags": ["urgent"]}},
+        ),
+        after=lambda s, h: h.loop.idle_off(s.thread),
+    ),
+    Row(
+        "cycle.concentration",
+        {"on": True, "tags": ["sea"], "emotions": ["joy"], "mode": "and"},
+        check=lambda s, h: _equal(
+            {k: h.loop.cycle(s.thread)[k] for k in ("context_mode", "focus_tags", "focus_emotions", "focus_logic")},
+            {"context_mode": "concentration", "focus_tags": ["sea"], "focus_emotions": ["joy"], "focus_logic": "and"},
+        ),
+    ),
+    Row(
+        "cycle.meditation",
+        {"on": True},
+        check=lambda s, h: (
+            _equal(h.loop.cycle(s.thread)["context_mode"], "meditation")
+            and _equal(h.repos.config.get(f"memory/abstract_request/{s.thread}")["trigger"], "mode_change")
+        ),
+    ),
     # Stelis
-    Row("stelis.start", {"label": "research tides", "window_ratio": 0.5},
-        check=lambda s, h: _stelis_entered(s, h)),
-    Row("stelis.end", {},
+    Row("stelis.start", {"label": "research tides", "window_ratio": 0.5}, check=lambda s, h: _stelis_entered(s, h)),
+    Row(
+        "stelis.end",
+        {},
         setup=lambda s, h: _stelis_child(s, h),
-        check=lambda s, h: _equal((h.repos.threads.get(s.given).status, h.repos.config.active_thread(s.thread)),
-                                  ("completed", None))
-        and _shows(s, f"Back in {s.thread}.")),
-    Row("stelis.show", lambda g: {"id": g},
+        check=lambda s, h: (
+            _equal((h.repos.threads.get(s.given).status, h.repos.config.active_thread(s.thread)), ("completed", None))
+            and _shows(s, f"Back in {s.thread}.")
+        ),
+    ),
+    Row(
+        "stelis.show",
+        lambda g: {"id": g},
         setup=lambda s, h: _stelis_child(s, h, message="child found the tide tables", active=False),
-        check=lambda s, h: _shows(s, "research") and _shows(s, "child found the tide tables")),
-
+        check=lambda s, h: _shows(s, "research") and _shows(s, "child found the tide tables"),
+    ),
     # settings
-    Row("config.read", {"key": "memory_manager.mode"},
-        check=lambda s, h: _equal(s.result, "memory_manager.mode = 'standard'")),
-    Row("config.update", {"key": "memory.recall_k", "value": 7},
-        check=lambda s, h: _equal(s.persona.services.settings.memory.recall_k, 7)
-        and _shows(s, "memory.recall_k = 7 (was ")),
-
+    Row(
+        "config.read",
+        {"key": "memory_manager.mode"},
+        check=lambda s, h: _equal(s.result, "memory_manager.mode = 'standard'"),
+    ),
+    Row(
+        "config.update",
+        {"key": "memory.recall_k", "value": 7},
+        check=lambda s, h: (
+            _equal(s.persona.services.settings.memory.recall_k, 7) and _shows(s, "memory.recall_k = 7 (was ")
+        ),
+    ),
     # MCP
-    Row("mcp.list", {"server": "tools", "refresh": True},
-        check=lambda s, h: _shows(s, "add(a*: integer, b*: integer) — Add two integers.")
-        and _shows(s, "sleep(seconds: number) — Sleeps. (not allowed)")
-        and _true(any(t.name == "add" for t in h.mcp.seen_tools("tools")))),
-    Row("mcp.call", {"server": "tools", "tool": "add", "args": {"a": 2, "b": 40}},
-        check=lambda s, h: _equal(s.result, "42")
-        and _true(any(r.name == "mcp.call" and "42" in r.value for r in h.repos.processes.recent(50)))),
-
+    Row(
+        "mcp.list",
+        {"server": "tools", "refresh": True},
+        check=lambda s, h: (
+            _shows(s, "add(a*: integer, b*: integer) — Add two integers.")
+            and _shows(s, "sleep(seconds: number) — Sleeps. (not allowed)")
+            and _true(any(t.name == "add" for t in h.mcp.seen_tools("tools")))
+        ),
+    ),
+    Row(
+        "mcp.call",
+        {"server": "tools", "tool": "add", "args": {"a": 2, "b": 40}},
+        check=lambda s, h: (
+            _equal(s.result, "42")
+            and _true(any(r.name == "mcp.call" and "42" in r.value for r in h.repos.processes.recent(50)))
+        ),
+    ),
     # the world: web search and feeds
-    Row("search.web", {"query": "spring tide", "k": 2},
-        check=lambda s, h: _shows(s, "spring tide — result 1") and _true("spring tide — result 3" not in s.result)
-        and _true(any(r.name == "search.web" and r.thread_id == s.thread for r in h.repos.processes.recent(50)))),
-    Row("feeds.subscribe", lambda g: {"url": f"{g}/tides.rss", "name": "tide news", "tags": ["sea"]},
+    Row(
+        "search.web",
+        {"query": "spring tide", "k": 2},
+        check=lambda s, h: (
+            _shows(s, "spring tide — result 1")
+            and _true("spring tide — result 3" not in s.result)
+            and _true(any(r.name == "search.web" and r.thread_id == s.thread for r in h.repos.processes.recent(50)))
+        ),
+    ),
+    Row(
+        "feeds.subscribe",
+        lambda g: {"url": f"{g}/tides.rss", "name": "tide news", "tags": ["sea"]},
         setup=lambda s, h: s.persona.world,
-        check=lambda s, h: _feed_read(h, "tide news", "Spring tide tonight")),
-    Row("feeds.fetch", lambda g: {"feed": g},
+        check=lambda s, h: _feed_read(h, "tide news", "Spring tide tonight"),
+    ),
+    Row(
+        "feeds.fetch",
+        lambda g: {"feed": g},
         setup=lambda s, h: h.repos.feeds.subscribe(f"{s.persona.world}/wind.atom", "wind", ["weather"])[0].id,
-        check=lambda s, h: _feed_read(h, "wind", "The mistral is back")),
-    Row("feeds.list", {},
+        check=lambda s, h: _feed_read(h, "wind", "The mistral is back"),
+    ),
+    Row(
+        "feeds.list",
+        {},
         setup=lambda s, h: h.repos.feeds.subscribe("http://127.0.0.1:9/never.rss", "a quiet feed", [])[0].id,
-        check=lambda s, h: _shows(s, f"[feed {s.given} a quiet feed (persona) active] http://127.0.0.1:9/never.rss")),
-    Row("feeds.unsubscribe", lambda g: {"feed": g},
+        check=lambda s, h: _shows(s, f"[feed {s.given} a quiet feed (persona) active] http://127.0.0.1:9/never.rss"),
+    ),
+    Row(
+        "feeds.unsubscribe",
+        lambda g: {"feed": g},
         setup=lambda s, h: h.repos.feeds.subscribe("http://127.0.0.1:9/old.rss", "old feed", [])[0].id,
-        check=lambda s, h: _equal(h.repos.feeds.get(s.given).status, "off")),
-
+        check=lambda s, h: _equal(h.repos.feeds.get(s.given).status, "off"),
+    ),
     # scripts and processes
-    Row("scripts.add", {"name": "count_words", "language": "python", "code": "print(len(input().split()))",
-                        "description": "counts words"},
-        check=lambda s, h: _equal((h.repos.scripts.get("count_words").code,
-                                   h.repos.scripts.get("count_words").description),
-                                  ("print(len(input().split()))", "counts words"))),
-    Row("scripts.list", {},
+    Row(
+        "scripts.add",
+        {
+            "name": "count_words",
+            "language": "python",
+            "code": "print(len(input().split()))",
+            "description": "counts words",
+        },
+        check=lambda s, h: _equal(
+            (h.repos.scripts.get("count_words").code, h.repos.scripts.get("count_words").description),
+            ("print(len(input().split()))", "counts words"),
+        ),
+    ),
+    Row(
+        "scripts.list",
+        {},
         setup=lambda s, h: h.repos.scripts.save("say_tide", "python", "print('tide')", "says tide"),
-        check=lambda s, h: _shows(s, "say_tide (python") and _shows(s, "says tide")),
-    Row("scripts.read", {"name": "moon_phase"},
+        check=lambda s, h: _shows(s, "say_tide (python") and _shows(s, "says tide"),
+    ),
+    Row(
+        "scripts.read",
+        {"name": "moon_phase"},
         setup=lambda s, h: h.repos.scripts.save("moon_phase", "python", "print('full')", "the moon's phase"),
-        check=lambda s, h: _shows(s, "print('full')")),
-    Row("scripts.delete", {"name": "old_script"},
+        check=lambda s, h: _shows(s, "print('full')"),
+    ),
+    Row(
+        "scripts.delete",
+        {"name": "old_script"},
         setup=lambda s, h: h.repos.scripts.save("old_script", "python", "print(1)", "")[0].id,
-        check=lambda s, h: _true(archived(h, AgentScript, s.given))),
-    Row("process.start", {"script": "tide_sum", "args": ["2", "40"]},
-        setup=lambda s, h: h.repos.scripts.save("tide_sum", "python",
-                                                "import sys\nprint('sum', sum(map(int, sys.argv[1:])))", "adds"),
-        check=lambda s, h: _script_ran(s, h, "tide_sum", "sum 42"), background=True),
-    Row("process.list", {"all": True},
-        setup=lambda s, h: h.repos.processes.add("harbour.watch", "the tide gauge reads 4.2 m", status="warning",
-                                                 thread_id=s.thread).id,
-        check=lambda s, h: _shows(s, f"[process {s.given} harbour.watch: warning] the tide gauge reads 4.2 m")),
-    Row("process.stop", lambda g: {"id": g[0]},
+        check=lambda s, h: _true(archived(h, AgentScript, s.given)),
+    ),
+    Row(
+        "process.start",
+        {"script": "tide_sum", "args": ["2", "40"]},
+        setup=lambda s, h: h.repos.scripts.save(
+            "tide_sum", "python", "import sys\nprint('sum', sum(map(int, sys.argv[1:])))", "adds"
+        ),
+        check=lambda s, h: _script_ran(s, h, "tide_sum", "sum 42"),
+        background=True,
+    ),
+    Row(
+        "process.list",
+        {"all": True},
+        setup=lambda s, h: (
+            h.repos.processes.add(
+                "harbour.watch", "the tide gauge reads 4.2 m", status="warning", thread_id=s.thread
+            ).id
+        ),
+        check=lambda s, h: _shows(s, f"[process {s.given} harbour.watch: warning] the tide gauge reads 4.2 m"),
+    ),
+    Row(
+        "process.stop",
+        lambda g: {"id": g[0]},
         setup=lambda s, h: _long_script(s, h),
-        check=lambda s, h: _script_stopped(s, h), background=True),
-    Row("process.mark", lambda g: {"id": g, "status": "ok"},
-        setup=lambda s, h: h.repos.processes.add("harbour.check", "the gate is closed", status="warning",
-                                                 thread_id=s.thread).id,
-        check=lambda s, h: _equal(h.repos.processes.get(s.given).status, "ok")),
-    Row("notes.cleanup", {"days": 30},
+        check=lambda s, h: _script_stopped(s, h),
+        background=True,
+    ),
+    Row(
+        "process.mark",
+        lambda g: {"id": g, "status": "ok"},
+        setup=lambda s, h: (
+            h.repos.processes.add("harbour.check", "the gate is closed", status="warning", thread_id=s.thread).id
+        ),
+        check=lambda s, h: _equal(h.repos.processes.get(s.given).status, "ok"),
+    ),
+    Row(
+        "notes.cleanup",
+        {"days": 30},
         setup=lambda s, h: _old_read_notes(s, h),
-        check=lambda s, h: _shows(s, "read note(s) older than 30 days hidden")
-        and _equal([h.repos.notes.get(i).hidden for i in s.given], [True, False, False])),
-    Row("thoughts.cleanup", {"days": 30, "keep": 10},
+        check=lambda s, h: (
+            _shows(s, "read note(s) older than 30 days hidden")
+            and _equal([h.repos.notes.get(i).hidden for i in s.given], [True, False, False])
+        ),
+    ),
+    Row(
+        "thoughts.cleanup",
+        {"days": 30, "keep": 10},
         setup=lambda s, h: _old_thoughts(s, h),
-        check=lambda s, h: _equal([h.repos.items.find("message", f"msg:{i}").status for i in s.given[:2]],
-                                  ["archived", "active"])),
-    Row("thoughts.self_error", lambda g: {"reason": "I misread the tide table", "tick": g},
+        check=lambda s, h: _equal(
+            [h.repos.items.find("message", f"msg:{i}").status for i in s.given[:2]], ["archived", "active"]
+        ),
+    ),
+    Row(
+        "thoughts.self_error",
+        lambda g: {"reason": "I misread the tide table", "tick": g},
         setup=lambda s, h: _an_earlier_thought(s, h),
-        check=lambda s, h: _flagged_error(s, h)),
-    Row("web.read", lambda g: {"url": f"{g}/page.html"},
+        check=lambda s, h: _flagged_error(s, h),
+    ),
+    Row(
+        "web.read",
+        lambda g: {"url": f"{g}/page.html"},
         setup=lambda s, h: s.persona.world,
-        check=lambda s, h: _shows(s, "Harbour notices") and _shows(s, "The ferry leaves at 7 tonight.")),
-    Row("git.log", lambda g: {"repo": g},
+        check=lambda s, h: _shows(s, "Harbour notices") and _shows(s, "The ferry leaves at 7 tonight."),
+    ),
+    Row(
+        "git.log",
+        lambda g: {"repo": g},
         setup=lambda s, h: str(_git_repo(s)),
-        check=lambda s, h: _shows(s, "Tide times") and _shows(s, "A first page")),
-    Row("git.show", lambda g: {"repo": g, "rev": "HEAD"},
+        check=lambda s, h: _shows(s, "Tide times") and _shows(s, "A first page"),
+    ),
+    Row(
+        "git.show",
+        lambda g: {"repo": g, "rev": "HEAD"},
         setup=lambda s, h: str(_git_repo(s)),
-        check=lambda s, h: _shows(s, "Tide times") and _shows(s, "tides.txt")),
-    Row("git.files", lambda g: {"repo": g, "file": "tides.txt"},
+        check=lambda s, h: _shows(s, "Tide times") and _shows(s, "tides.txt"),
+    ),
+    Row(
+        "git.files",
+        lambda g: {"repo": g, "file": "tides.txt"},
         setup=lambda s, h: str(_git_repo(s)),
-        check=lambda s, h: _shows(s, "High water 06:12")),
-    Row("vault.sync", {},
-        check=lambda s, h: _vault_in_kb(s, h)),
-    Row("persona.history", {},
+        check=lambda s, h: _shows(s, "High water 06:12"),
+    ),
+    Row("vault.sync", {}, check=lambda s, h: _vault_in_kb(s, h)),
+    Row(
+        "persona.history",
+        {},
         setup=lambda s, h: _persona_edited(s, h),
-        check=lambda s, h: _shows(s, "SOUL.md (by owner (test))")),
-    Row("process.cleanup", {"days": 7},
+        check=lambda s, h: _shows(s, "SOUL.md (by owner (test))"),
+    ),
+    Row(
+        "process.cleanup",
+        {"days": 7},
         setup=lambda s, h: _old_closed_process(s, h),
-        check=lambda s, h: _equal(h.repos.processes.get(s.given), None)),
-
+        check=lambda s, h: _equal(h.repos.processes.get(s.given), None),
+    ),
     # models
-    Row("llm_registry.list", {},
-        check=lambda s, h: _shows(s, "- fake (fake") and _shows(s, "- second (fake")),
-    Row("llm_registry.select", {"id": "second"},
+    Row("llm_registry.list", {}, check=lambda s, h: _shows(s, "- fake (fake") and _shows(s, "- second (fake")),
+    Row(
+        "llm_registry.select",
+        {"id": "second"},
         check=lambda s, h: _equal((h.models.selected(), s.persona.services.llms.primary_id), ("second", "second")),
-        after=lambda s, h: h.models.select(None)),
-    Row("llm_registry.update", {"id": "second", "priority": 7},
-        check=lambda s, h: _equal([m["priority"] for m in h.models.listing() if m["id"] == "second"], [7])),
-    Row("llm_task.ask", {"llm": "second", "question": "Why is the sea salty?"},
-        check=lambda s, h: _true(any("Rivers carry dissolved salts to the sea." in n.text
-                                     for n in h.repos.notes.list(source="llm_task", limit=100)))
-        and _shows(s, "second is asked; its answer will arrive as a note"),
-        background=True),
-
+        after=lambda s, h: h.models.select(None),
+    ),
+    Row(
+        "llm_registry.update",
+        {"id": "second", "priority": 7},
+        check=lambda s, h: _equal([m["priority"] for m in h.models.listing() if m["id"] == "second"], [7]),
+    ),
+    Row(
+        "llm_task.ask",
+        {"llm": "second", "question": "Why is the sea salty?"},
+        check=lambda s, h: (
+            _true(
+                any(
+                    "Rivers carry dissolved salts to the sea." in n.text
+                    for n in h.repos.notes.list(source="llm_task", limit=100)
+                )
+            )
+            and _shows(s, "second is asked; its answer will arrive as a note")
+        ),
+        background=True,
+    ),
     # skills
-    Row("skills.list", {},
-        check=lambda s, h: _shows(s, "- check-in (manual") and _shows(s, "- journaling (auto)")),
-    Row("skills.read", {"name": "check-in", "ticks": 2},
-        check=lambda s, h: _equal([e["name"] for e in h.loop.cycle(s.thread).get("skills_loaded", [])], ["check-in"])
-        and _shows(s, "skill check-in is in my next 2 prompt(s)")),
-
+    Row("skills.list", {}, check=lambda s, h: _shows(s, "- check-in (manual") and _shows(s, "- journaling (auto)")),
+    Row(
+        "skills.read",
+        {"name": "check-in", "ticks": 2},
+        check=lambda s, h: (
+            _equal([e["name"] for e in h.loop.cycle(s.thread).get("skills_loaded", [])], ["check-in"])
+            and _shows(s, "skill check-in is in my next 2 prompt(s)")
+        ),
+    ),
     # loop-breaking strategies and thinking methods
-    Row("stagnation_strategies.add", {"name": "ask_why_five_times", "instruction": "Ask why five times in a row.",
-                                      "class": "internal", "cost": 2},
-        check=lambda s, h: _equal([(r.mechanism_class, r.cost, r.instruction) for r in h.strategies.strategies()
-                                   if r.name == "ask_why_five_times"],
-                                  [("internal", 2, "Ask why five times in a row.")])),
-    Row("stagnation_strategies.list", {},
+    Row(
+        "stagnation_strategies.add",
+        {"name": "ask_why_five_times", "instruction": "Ask why five times in a row.", "class": "internal", "cost": 2},
+        check=lambda s, h: _equal(
+            [
+                (r.mechanism_class, r.cost, r.instruction)
+                for r in h.strategies.strategies()
+                if r.name == "ask_why_five_times"
+            ],
+            [("internal", 2, "Ask why five times in a row.")],
+        ),
+    ),
+    Row(
+        "stagnation_strategies.list",
+        {},
         setup=lambda s, h: h.strategies.add_strategy(name="walk_the_beach", instruction="Go for a walk by the sea."),
-        check=lambda s, h: _shows(s, "walk_the_beach (internal, cost 2)") and _shows(s, "Go for a walk by the sea.")),
-    Row("stagnation_strategies.delete", {"name": "count_waves"},
+        check=lambda s, h: _shows(s, "walk_the_beach (internal, cost 2)") and _shows(s, "Go for a walk by the sea."),
+    ),
+    Row(
+        "stagnation_strategies.delete",
+        {"name": "count_waves"},
         setup=lambda s, h: h.strategies.add_strategy(name="count_waves", instruction="Count the waves until calm.").id,
-        check=lambda s, h: _true(archived(h, StagnationStrategy, s.given))),
-    Row("thinking_methods.add", {"name": "reverse", "instruction": "Start from the end and work back."},
-        check=lambda s, h: _equal([r.instruction for r in h.strategies.methods() if r.name == "reverse"],
-                                  ["Start from the end and work back."])),
-    Row("thinking_methods.list", {},
+        check=lambda s, h: _true(archived(h, StagnationStrategy, s.given)),
+    ),
+    Row(
+        "thinking_methods.add",
+        {"name": "reverse", "instruction": "Start from the end and work back."},
+        check=lambda s, h: _equal(
+            [r.instruction for r in h.strategies.methods() if r.name == "reverse"],
+            ["Start from the end and work back."],
+        ),
+    ),
+    Row(
+        "thinking_methods.list",
+        {},
         setup=lambda s, h: h.strategies.add_method(name="tidal", instruction="Think in rising and falling turns."),
-        check=lambda s, h: _shows(s, "tidal, drawn 0×: Think in rising and falling turns.")),
-    Row("thinking_methods.delete", {"name": "spiral"},
-        setup=lambda s, h: h.strategies.add_method(name="spiral",
-                                                   instruction="Circle the question, closer each time.").id,
-        check=lambda s, h: _true(archived(h, ThinkingMethod, s.given))),
-
+        check=lambda s, h: _shows(s, "tidal, drawn 0×: Think in rising and falling turns."),
+    ),
+    Row(
+        "thinking_methods.delete",
+        {"name": "spiral"},
+        setup=lambda s, h: (
+            h.strategies.add_method(name="spiral", instruction="Circle the question, closer each time.").id
+        ),
+        check=lambda s, h: _true(archived(h, ThinkingMethod, s.given)),
+    ),
     # descendants
-    Row("persona.spawn", {"name": "Mira", "mode": "newborn"},
-        check=lambda s, h: _spawned(s, h, "Mira")),
-
+    Row("persona.spawn", {"name": "Mira", "mode": "newborn"}, check=lambda s, h: _spawned(s, h, "Mira")),
     # catalogues
-    Row("agent_tables.add", {"name": "tides", "columns": ["date", "height_m"], "description": "tide heights"},
-        check=lambda s, h: _equal([(t.columns, t.description) for t, _ in h.catalogues.tables() if t.name == "tides"],
-                                  [(["date", "height_m"], "tide heights")])),
-    Row("agent_tables.insert", {"table": "swells", "row": {"date": "2026-11-24", "height_m": 4.2}},
+    Row(
+        "agent_tables.add",
+        {"name": "tides", "columns": ["date", "height_m"], "description": "tide heights"},
+        check=lambda s, h: _equal(
+            [(t.columns, t.description) for t, _ in h.catalogues.tables() if t.name == "tides"],
+            [(["date", "height_m"], "tide heights")],
+        ),
+    ),
+    Row(
+        "agent_tables.insert",
+        {"table": "swells", "row": {"date": "2026-11-24", "height_m": 4.2}},
         setup=lambda s, h: h.catalogues.add_table(name="swells", columns=["date", "height_m"]),
-        check=lambda s, h: _equal([r.data for r in h.catalogues.read_table(table="swells")[1]],
-                                  [{"date": "2026-11-24", "height_m": 4.2}])),
-    Row("agent_tables.read", {"table": "gauges", "where": {"place": "pier"}},
+        check=lambda s, h: _equal(
+            [r.data for r in h.catalogues.read_table(table="swells")[1]], [{"date": "2026-11-24", "height_m": 4.2}]
+        ),
+    ),
+    Row(
+        "agent_tables.read",
+        {"table": "gauges", "where": {"place": "pier"}},
         setup=lambda s, h: _table_with_rows(h),
-        check=lambda s, h: _shows(s, "place='pier', level=3.1") and _true("jetty" not in s.result)),
-    Row("agent_tables.list", {},
+        check=lambda s, h: _shows(s, "place='pier', level=3.1") and _true("jetty" not in s.result),
+    ),
+    Row(
+        "agent_tables.list",
+        {},
         setup=lambda s, h: _table_with_rows(h, "buoys"),
-        check=lambda s, h: _shows(s, "- buoys(place, level): 2 row(s)")),
-    Row("agent_tables.delete", {"name": "old_table"},
+        check=lambda s, h: _shows(s, "- buoys(place, level): 2 row(s)"),
+    ),
+    Row(
+        "agent_tables.delete",
+        {"name": "old_table"},
         setup=lambda s, h: h.catalogues.add_table(name="old_table", columns=["x"]).id,
-        check=lambda s, h: _true(archived(h, AgentTable, s.given))),
-    Row("ratings.add", {"subject": "strategy:flashback", "score": 3, "comment": "it helped"},
-        check=lambda s, h: _equal([(r.data["score"], r.data["comment"]) for r in h.catalogues.ratings()
-                                   if r.name == "strategy:flashback"], [(3, "it helped")])),
-    Row("ratings.list", {"prefix": "book:"},
+        check=lambda s, h: _true(archived(h, AgentTable, s.given)),
+    ),
+    Row(
+        "ratings.add",
+        {"subject": "strategy:flashback", "score": 3, "comment": "it helped"},
+        check=lambda s, h: _equal(
+            [(r.data["score"], r.data["comment"]) for r in h.catalogues.ratings() if r.name == "strategy:flashback"],
+            [(3, "it helped")],
+        ),
+    ),
+    Row(
+        "ratings.list",
+        {"prefix": "book:"},
         setup=lambda s, h: h.catalogues.rate(subject="book:the sea around us", score=5, comment="wonderful"),
-        check=lambda s, h: _shows(s, "book:the sea around us: +5 — wonderful")),
-    Row("ratings.delete", {"name": "film:jaws"},
+        check=lambda s, h: _shows(s, "book:the sea around us: +5 — wonderful"),
+    ),
+    Row(
+        "ratings.delete",
+        {"name": "film:jaws"},
         setup=lambda s, h: h.catalogues.rate(subject="film:jaws", score=-2)[0].id,
-        check=lambda s, h: _true(archived(h, AgentRecord, s.given))),
-    Row("external_services.add", {"name": "tide-api", "url": "https://tides.example", "kind": "api",
-                                  "description": "tide tables"},
-        check=lambda s, h: _equal([r.data.get("url") for r in h.catalogues.services() if r.name == "tide-api"],
-                                  ["https://tides.example"])),
-    Row("external_services.list", {},
+        check=lambda s, h: _true(archived(h, AgentRecord, s.given)),
+    ),
+    Row(
+        "external_services.add",
+        {"name": "tide-api", "url": "https://tides.example", "kind": "api", "description": "tide tables"},
+        check=lambda s, h: _equal(
+            [r.data.get("url") for r in h.catalogues.services() if r.name == "tide-api"], ["https://tides.example"]
+        ),
+    ),
+    Row(
+        "external_services.list",
+        {},
         setup=lambda s, h: h.catalogues.put_service(name="wave-api", url="https://waves.example", kind="http"),
-        check=lambda s, h: _shows(s, "wave-api (http) <https://waves.example>")),
-    Row("external_services.delete", {"name": "old-api"},
+        check=lambda s, h: _shows(s, "wave-api (http) <https://waves.example>"),
+    ),
+    Row(
+        "external_services.delete",
+        {"name": "old-api"},
         setup=lambda s, h: h.catalogues.put_service(name="old-api")[0].id,
-        check=lambda s, h: _true(archived(h, AgentRecord, s.given))),
-    Row("external_accounts.add", {"name": "my-tides", "service": "tide-api", "handle": "lumen",
-                                  "credential_env": "TIDE_API_KEY"},
-        check=lambda s, h: _equal([(r.data.get("handle"), r.data.get("credential_env")) for r in h.catalogues.accounts()
-                                   if r.name == "my-tides"], [("lumen", "TIDE_API_KEY")])),
-    Row("external_accounts.list", {},
+        check=lambda s, h: _true(archived(h, AgentRecord, s.given)),
+    ),
+    Row(
+        "external_accounts.add",
+        {"name": "my-tides", "service": "tide-api", "handle": "lumen", "credential_env": "TIDE_API_KEY"},
+        check=lambda s, h: _equal(
+            [
+                (r.data.get("handle"), r.data.get("credential_env"))
+                for r in h.catalogues.accounts()
+                if r.name == "my-tides"
+            ],
+            [("lumen", "TIDE_API_KEY")],
+        ),
+    ),
+    Row(
+        "external_accounts.list",
+        {},
         setup=lambda s, h: h.catalogues.put_account(name="my-waves", service="wave-api", handle="lumen"),
-        check=lambda s, h: _shows(s, "my-waves at wave-api as lumen")),
-    Row("external_accounts.delete", {"name": "old-account"},
+        check=lambda s, h: _shows(s, "my-waves at wave-api as lumen"),
+    ),
+    Row(
+        "external_accounts.delete",
+        {"name": "old-account"},
         setup=lambda s, h: h.catalogues.put_account(name="old-account", service="old-api")[0].id,
-        check=lambda s, h: _true(archived(h, AgentRecord, s.given))),
-
+        check=lambda s, h: _true(archived(h, AgentRecord, s.given)),
+    ),
     # the mesh
-    Row("mesh.status", {},
-        check=lambda s, h: _shows(s, f"me: {h.mesh.my_did()};")),
-    Row("mesh.send", lambda g: {"to": g, "text": "The tide turns at six."},
+    Row("mesh.status", {}, check=lambda s, h: _shows(s, f"me: {h.mesh.my_did()};")),
+    Row(
+        "mesh.send",
+        lambda g: {"to": g, "text": "The tide turns at six."},
         setup=lambda s, h: PEER.did,
-        check=lambda s, h: _equal([(r.recipient, r.body["payload"]["text"]) for r in outbox_of(h, "message")
-                                   if r.body["payload"].get("text") == "The tide turns at six."],
-                                  [(PEER.did, "The tide turns at six.")])),
-    Row("mesh.ask", lambda g: {"to": g, "text": "When is the next spring tide?"},
+        check=lambda s, h: _equal(
+            [
+                (r.recipient, r.body["payload"]["text"])
+                for r in outbox_of(h, "message")
+                if r.body["payload"].get("text") == "The tide turns at six."
+            ],
+            [(PEER.did, "The tide turns at six.")],
+        ),
+    ),
+    Row(
+        "mesh.ask",
+        lambda g: {"to": g, "text": "When is the next spring tide?"},
         setup=lambda s, h: PEER.did,
-        check=lambda s, h: _equal([r.recipient for r in outbox_of(h, "ask")
-                                   if r.body["payload"].get("text") == "When is the next spring tide?"], [PEER.did])),
-    Row("mesh.publish", {"tag": "lighthouses", "tier": "diary"},
+        check=lambda s, h: _equal(
+            [
+                r.recipient
+                for r in outbox_of(h, "ask")
+                if r.body["payload"].get("text") == "When is the next spring tide?"
+            ],
+            [PEER.did],
+        ),
+    ),
+    Row(
+        "mesh.publish",
+        {"tag": "lighthouses", "tier": "diary"},
         setup=lambda s, h: h.repos.diary.add("The lighthouse has 180 steps.", tags=["lighthouses"]).id,
-        check=lambda s, h: _equal([(r.topic, r.body["payload"]["text"]) for r in outbox_of(h, "cogsync")
-                                   if r.topic == "lighthouses"], [("lighthouses", "The lighthouse has 180 steps.")])),
-    Row("mesh.subscribe", {"topic": "storms"},
-        check=lambda s, h: _true("storms" in h.mesh.subscriptions())),
-    Row("mesh.unsubscribe", {"topic": "calms"},
+        check=lambda s, h: _equal(
+            [(r.topic, r.body["payload"]["text"]) for r in outbox_of(h, "cogsync") if r.topic == "lighthouses"],
+            [("lighthouses", "The lighthouse has 180 steps.")],
+        ),
+    ),
+    Row("mesh.subscribe", {"topic": "storms"}, check=lambda s, h: _true("storms" in h.mesh.subscriptions())),
+    Row(
+        "mesh.unsubscribe",
+        {"topic": "calms"},
         setup=lambda s, h: h.mesh.subscribe("calms"),
-        check=lambda s, h: _true("calms" not in h.mesh.subscriptions()) and _equal(s.result, "unsubscribed")),
-    Row("mesh.sync", {},
+        check=lambda s, h: _true("calms" not in h.mesh.subscriptions()) and _equal(s.result, "unsubscribed"),
+    ),
+    Row(
+        "mesh.sync",
+        {},
         setup=lambda s, h: h.mesh.compose("message", {"text": "waiting for a peer"}),
-        check=lambda s, h: _shows(s, f"outbox: {len(h.mesh.outbox())} waiting; holding ")),
-    Row("mesh.case", {"question": "Should a persona tell its human a hard truth?",
-                      "solutions": ["yes, kindly", "only when asked"]},
-        check=lambda s, h: _case_opened(s, h)),
-    Row("mesh.vote", lambda g: {"case": g[0], "solution": g[1]},
+        check=lambda s, h: _shows(s, f"outbox: {len(h.mesh.outbox())} waiting; holding "),
+    ),
+    Row(
+        "mesh.case",
+        {"question": "Should a persona tell its human a hard truth?", "solutions": ["yes, kindly", "only when asked"]},
+        check=lambda s, h: _case_opened(s, h),
+    ),
+    Row(
+        "mesh.vote",
+        lambda g: {"case": g[0], "solution": g[1]},
         setup=lambda s, h: _open_case(s, h),
-        check=lambda s, h: _equal([r.body["payload"] for r in outbox_of(h, "vote") if r.ref == s.given[0]],
-                                  [{"case": s.given[0], "solution": s.given[1]}])),
-    Row("mesh.tally", lambda g: {"case": g["id"]},
+        check=lambda s, h: _equal(
+            [r.body["payload"] for r in outbox_of(h, "vote") if r.ref == s.given[0]],
+            [{"case": s.given[0], "solution": s.given[1]}],
+        ),
+    ),
+    Row(
+        "mesh.tally",
+        lambda g: {"case": g["id"]},
         setup=decided_case,
-        check=lambda s, h: _shows(s, ": 1 votes; result: yes, if it harms nobody")),
-    Row("mesh.adopt", lambda g: {"case": g["id"]},
-        setup=decided_case,
-        check=lambda s, h: _adopted(s)),
-    Row("mesh.reject", lambda g: {"container": g["id"]},
-        setup=learned_from_peer,
-        check=lambda s, h: _rejected(s, h)),
-    Row("mesh.cases", {"unvoted": True},
-        setup=lambda s, h: _from_giver(h, "ethics_case", {"question": f"May a persona lie to spare a peer? ({s.thread})"}),
-        check=lambda s, h: _shows(s, f"- ethics_case {s.given['id']} by ")
-        and _shows(s, f"May a persona lie to spare a peer? ({s.thread}) — 0 votes, result none yet; my vote: not yet")),
-    Row("mesh.goal_publish", lambda g: {"goal": g},
+        check=lambda s, h: _shows(s, ": 1 votes; result: yes, if it harms nobody"),
+    ),
+    Row("mesh.adopt", lambda g: {"case": g["id"]}, setup=decided_case, check=lambda s, h: _adopted(s)),
+    Row("mesh.reject", lambda g: {"container": g["id"]}, setup=learned_from_peer, check=lambda s, h: _rejected(s, h)),
+    Row(
+        "mesh.cases",
+        {"unvoted": True},
+        setup=lambda s, h: _from_giver(
+            h, "ethics_case", {"question": f"May a persona lie to spare a peer? ({s.thread})"}
+        ),
+        check=lambda s, h: (
+            _shows(s, f"- ethics_case {s.given['id']} by ")
+            and _shows(
+                s, f"May a persona lie to spare a peer? ({s.thread}) — 0 votes, result none yet; my vote: not yet"
+            )
+        ),
+    ),
+    Row(
+        "mesh.goal_publish",
+        lambda g: {"goal": g},
         setup=lambda s, h: h.goals.add(f"Chart the reef ({s.thread})", horizon="long").id,
-        check=lambda s, h: _equal([r.body["payload"]["title"] for r in outbox_of(h, "goal")
-                                   if r.body["payload"].get("local") == f"goal {s.given}"],
-                                  [f"Chart the reef ({s.thread})"])),
-    Row("mesh.goals", {},
+        check=lambda s, h: _equal(
+            [
+                r.body["payload"]["title"]
+                for r in outbox_of(h, "goal")
+                if r.body["payload"].get("local") == f"goal {s.given}"
+            ],
+            [f"Chart the reef ({s.thread})"],
+        ),
+    ),
+    Row(
+        "mesh.goals",
+        {},
         setup=lambda s, h: _from_giver(h, "goal", {"title": f"Count the seals ({s.thread})"}),
-        check=lambda s, h: _shows(s, f"- goal {s.given['id']} from ")
-        and _shows(s, f": Count the seals ({s.thread}) [pending]")),
-    Row("mesh.goal_accept", lambda g: {"container": g["id"]},
+        check=lambda s, h: (
+            _shows(s, f"- goal {s.given['id']} from ") and _shows(s, f": Count the seals ({s.thread}) [pending]")
+        ),
+    ),
+    Row(
+        "mesh.goal_accept",
+        lambda g: {"container": g["id"]},
         setup=lambda s, h: _from_giver(h, "goal", {"title": f"Clean the beach ({s.thread})", "horizon": "long"}),
-        check=lambda s, h: _goal_taken(s, h)),
-    Row("mesh.goal_decline", lambda g: {"container": g["id"]},
+        check=lambda s, h: _goal_taken(s, h),
+    ),
+    Row(
+        "mesh.goal_decline",
+        lambda g: {"container": g["id"]},
         setup=lambda s, h: _from_giver(h, "goal", {"title": f"Empty the sea ({s.thread})"}),
-        check=lambda s, h: _equal(h.repos.session.get(MeshContainer, s.given["id"]).status, "rejected")
-        and _equal([g.title for g in h.repos.session.query(Goal).all() if g.title.startswith("Empty the sea")], [])),
-    Row("mesh.offer", lambda g: {"kind": "thinking_method", "name": g},
-        setup=lambda s, h: h.strategies.add_method(name=f"ask-the-tide-{s.thread[-6:].lower()}",
-                                                   instruction="Ask what the tide would do here.").name,
-        check=lambda s, h: _equal([r.body["payload"] for r in outbox_of(h, "thinking_method")
-                                   if r.body["payload"]["name"] == s.given],
-                                  [{"name": s.given, "instruction": "Ask what the tide would do here."}])),
-    Row("mesh.offers", {},
-        setup=lambda s, h: _from_giver(h, "strategy", {"name": f"walk-{s.thread[-6:].lower()}",
-                                                       "instruction": "Take a walk along the shore first."}),
-        check=lambda s, h: _shows(s, f"- strategy 'walk-{s.thread[-6:].lower()}' {s.given['id']} from ")
-        and _shows(s, ": Take a walk along the shore first. [pending]")),
-    Row("mesh.offer_accept", lambda g: {"container": g["id"]},
-        setup=lambda s, h: _from_giver(h, "thinking_method", {"name": f"listen-{s.thread[-6:].lower()}",
-                                                              "instruction": "Listen before you answer."}),
-        check=lambda s, h: _method_taken(s, h)),
-    Row("mesh.offer_decline", lambda g: {"container": g["id"]},
-        setup=lambda s, h: _from_giver(h, "thinking_method", {"name": f"shout-{s.thread[-6:].lower()}",
-                                                              "instruction": "Shout until they agree."}),
-        check=lambda s, h: _equal(h.repos.session.get(MeshContainer, s.given["id"]).status, "rejected")
-        and _equal([m.name for m in h.strategies.methods() if m.name.startswith("shout-")], [])),
-    Row("mesh.rotate", {},
-        setup=lambda s, h: h.mesh.my_did(),
-        check=lambda s, h: _rotated(s, h)),
-    Row("reputation.show", {},
+        check=lambda s, h: (
+            _equal(h.repos.session.get(MeshContainer, s.given["id"]).status, "rejected")
+            and _equal([g.title for g in h.repos.session.query(Goal).all() if g.title.startswith("Empty the sea")], [])
+        ),
+    ),
+    Row(
+        "mesh.offer",
+        lambda g: {"kind": "thinking_method", "name": g},
+        setup=lambda s, h: (
+            h.strategies.add_method(
+                name=f"ask-the-tide-{s.thread[-6:].lower()}", instruction="Ask what the tide would do here."
+            ).name
+        ),
+        check=lambda s, h: _equal(
+            [r.body["payload"] for r in outbox_of(h, "thinking_method") if r.body["payload"]["name"] == s.given],
+            [{"name": s.given, "instruction": "Ask what the tide would do here."}],
+        ),
+    ),
+    Row(
+        "mesh.offers",
+        {},
+        setup=lambda s, h: _from_giver(
+            h,
+            "strategy",
+            {"name": f"walk-{s.thread[-6:].lower()}", "instruction": "Take a walk along the shore first."},
+        ),
+        check=lambda s, h: (
+            _shows(s, f"- strategy 'walk-{s.thread[-6:].lower()}' {s.given['id']} from ")
+            and _shows(s, ": Take a walk along the shore first. [pending]")
+        ),
+    ),
+    Row(
+        "mesh.offer_accept",
+        lambda g: {"container": g["id"]},
+        setup=lambda s, h: _from_giver(
+            h,
+            "thinking_method",
+            {"name": f"listen-{s.thread[-6:].lower()}", "instruction": "Listen before you answer."},
+        ),
+        check=lambda s, h: _method_taken(s, h),
+    ),
+    Row(
+        "mesh.offer_decline",
+        lambda g: {"container": g["id"]},
+        setup=lambda s, h: _from_giver(
+            h, "thinking_method", {"name": f"shout-{s.thread[-6:].lower()}", "instruction": "Shout until they agree."}
+        ),
+        check=lambda s, h: (
+            _equal(h.repos.session.get(MeshContainer, s.given["id"]).status, "rejected")
+            and _equal([m.name for m in h.strategies.methods() if m.name.startswith("shout-")], [])
+        ),
+    ),
+    Row("mesh.rotate", {}, setup=lambda s, h: h.mesh.my_did(), check=lambda s, h: _rotated(s, h)),
+    Row(
+        "reputation.show",
+        {},
         setup=lambda s, h: h.reputation.evaluate(PEER.did, 0.5, about=None),
-        check=lambda s, h: _shows(s, f"{PEER.did}: trust +")),
-    Row("reputation.evaluate", lambda g: {"peer": g, "score": 0.8, "reason": "taught me the tides"},
+        check=lambda s, h: _shows(s, f"{PEER.did}: trust +"),
+    ),
+    Row(
+        "reputation.evaluate",
+        lambda g: {"peer": g, "score": 0.8, "reason": "taught me the tides"},
         setup=lambda s, h: Identity.generate().did,
-        check=lambda s, h: _true(h.reputation.trust(s.given) > 0)
-        and _equal([r.body["payload"]["score"] for r in outbox_of(h, "evaluation")
-                    if r.body["payload"]["subject"] == s.given], [0.8])),
-    Row("reputation.block", lambda g: {"peer": g, "reason": "spam"},
+        check=lambda s, h: (
+            _true(h.reputation.trust(s.given) > 0)
+            and _equal(
+                [
+                    r.body["payload"]["score"]
+                    for r in outbox_of(h, "evaluation")
+                    if r.body["payload"]["subject"] == s.given
+                ],
+                [0.8],
+            )
+        ),
+    ),
+    Row(
+        "reputation.block",
+        lambda g: {"peer": g, "reason": "spam"},
         setup=lambda s, h: Identity.generate().did,
-        check=lambda s, h: _true(h.reputation.is_blocked(s.given))),
-    Row("reputation.unblock", lambda g: {"peer": g},
+        check=lambda s, h: _true(h.reputation.is_blocked(s.given)),
+    ),
+    Row(
+        "reputation.unblock",
+        lambda g: {"peer": g},
         setup=lambda s, h: _blocked(h),
-        check=lambda s, h: _equal(h.reputation.is_blocked(s.given), False)),
-    Row("reputation.drift", {},
+        check=lambda s, h: _equal(h.reputation.is_blocked(s.given), False),
+    ),
+    Row(
+        "reputation.drift",
+        {},
         setup=lambda s, h: _evaluators_who_disagree(h),
-        check=lambda s, h: _shows(s, s.given[0]) and _shows(s, s.given[1])),
-
+        check=lambda s, h: _shows(s, s.given[0]) and _shows(s, s.given[1]),
+    ),
     # peers
-    Row("agents.add", {"name": "ada", "url": "http://127.0.0.1:9", "note": "met at the harbour"},
-        check=lambda s, h: _equal((h.peers.get("ada").a2a_url, h.peers.get("ada").note, h.peers.get("ada").added_by),
-                                  ("http://127.0.0.1:9", "met at the harbour", "persona"))),
-    Row("agents.list", {},
+    Row(
+        "agents.add",
+        {"name": "ada", "url": "http://127.0.0.1:9", "note": "met at the harbour"},
+        check=lambda s, h: _equal(
+            (h.peers.get("ada").a2a_url, h.peers.get("ada").note, h.peers.get("ada").added_by),
+            ("http://127.0.0.1:9", "met at the harbour", "persona"),
+        ),
+    ),
+    Row(
+        "agents.list",
+        {},
         setup=lambda s, h: h.peers.add("bea", a2a_url="http://127.0.0.1:9/bea"),
-        check=lambda s, h: _shows(s, "- bea: http://127.0.0.1:9/bea;")),
-    Row("agents.info", {"peer": "cyd"},
+        check=lambda s, h: _shows(s, "- bea: http://127.0.0.1:9/bea;"),
+    ),
+    Row(
+        "agents.info",
+        {"peer": "cyd"},
         setup=lambda s, h: h.peers.add("cyd", a2a_url="http://127.0.0.1:9/cyd", note="a lighthouse keeper"),
-        check=lambda s, h: _shows(s, "cyd: A2A http://127.0.0.1:9/cyd") and _shows(s, "note: a lighthouse keeper")),
-    Row("agents.remove", {"peer": "dov"},
+        check=lambda s, h: _shows(s, "cyd: A2A http://127.0.0.1:9/cyd") and _shows(s, "note: a lighthouse keeper"),
+    ),
+    Row(
+        "agents.remove",
+        {"peer": "dov"},
         setup=lambda s, h: h.peers.add("dov", a2a_url="http://127.0.0.1:9/dov"),
-        check=lambda s, h: _equal(h.peers.find("dov"), None)),
-    Row("agents.tag", {"peer": "eve", "tags": ["friend", "kin"]},
+        check=lambda s, h: _equal(h.peers.find("dov"), None),
+    ),
+    Row(
+        "agents.tag",
+        {"peer": "eve", "tags": ["friend", "kin"]},
         setup=lambda s, h: h.peers.add("eve", did=Identity.generate().did),
-        check=lambda s, h: _equal(h.peers.get("eve").tags, ["friend", "kin"])
-        and _true("eve" in [p.name for p in h.peers.friends()])),
-
+        check=lambda s, h: (
+            _equal(h.peers.get("eve").tags, ["friend", "kin"]) and _true("eve" in [p.name for p in h.peers.friends()])
+        ),
+    ),
     # people
-    Row("users.groups", {},
+    Row(
+        "users.groups",
+        {},
         setup=lambda s, h: _group(h, "crew", "the boat's crew", ["Ines"]),
-        check=lambda s, h: _shows(s, "- crew: Ines — the boat's crew")),
-    Row("users.group_add", {"group": "choir", "description": "who sings on Sundays"},
-        check=lambda s, h: _equal([(g.name, g.description) for g, _ in h.people.groups() if g.name == "choir"],
-                                  [("choir", "who sings on Sundays")])),
-    Row("users.join", {"person": "Jonas", "group": "rowers"},
+        check=lambda s, h: _shows(s, "- crew: Ines — the boat's crew"),
+    ),
+    Row(
+        "users.group_add",
+        {"group": "choir", "description": "who sings on Sundays"},
+        check=lambda s, h: _equal(
+            [(g.name, g.description) for g, _ in h.people.groups() if g.name == "choir"],
+            [("choir", "who sings on Sundays")],
+        ),
+    ),
+    Row(
+        "users.join",
+        {"person": "Jonas", "group": "rowers"},
         setup=lambda s, h: _group(h, "rowers", "", []) or _person(h, "Jonas", "trusted"),
-        check=lambda s, h: _equal([[p.name for p in m] for g, m in h.people.groups() if g.name == "rowers"],
-                                  [["Jonas"]])),
-    Row("users.leave", {"person": "Kai", "group": "anglers"},
+        check=lambda s, h: _equal(
+            [[p.name for p in m] for g, m in h.people.groups() if g.name == "rowers"], [["Jonas"]]
+        ),
+    ),
+    Row(
+        "users.leave",
+        {"person": "Kai", "group": "anglers"},
         setup=lambda s, h: _group(h, "anglers", "", ["Kai", "Lene"]),
-        check=lambda s, h: _equal([[p.name for p in m] for g, m in h.people.groups() if g.name == "anglers"],
-                                  [["Lene"]])),
-    Row("users.delete", {"person": "Quillon"},
+        check=lambda s, h: _equal(
+            [[p.name for p in m] for g, m in h.people.groups() if g.name == "anglers"], [["Lene"]]
+        ),
+    ),
+    Row(
+        "users.delete",
+        {"person": "Quillon"},
         setup=lambda s, h: _a_guest_who_wrote(s, h, "Quillon", "Quillon says the pier is rotten."),
-        check=lambda s, h: _shows(s, "forgotten: 1 note(s)") and _equal(h.repos.people.get(s.given[0]), None)
-        and _equal(h.repos.notes.many([s.given[1]]), [])),
-    Row("users.list", {},
+        check=lambda s, h: (
+            _shows(s, "forgotten: 1 note(s)")
+            and _equal(h.repos.people.get(s.given[0]), None)
+            and _equal(h.repos.notes.many([s.given[1]]), [])
+        ),
+    ),
+    Row(
+        "users.list",
+        {},
         setup=lambda s, h: _person(h, "Ann", "trusted", "@ann:example.org"),
-        check=lambda s, h: _shows(s, "Ann (trusted) reached on matrix:@ann:example.org")),
-    Row("users.info", {"person": "Bo"},
+        check=lambda s, h: _shows(s, "Ann (trusted) reached on matrix:@ann:example.org"),
+    ),
+    Row(
+        "users.info",
+        {"person": "Bo"},
         setup=lambda s, h: _person(h, "Bo", "guest", "@bo:example.org", language="sv"),
-        check=lambda s, h: _shows(s, "Bo (guest) reached on matrix:@bo:example.org") and _shows(s, "language sv")),
-    Row("users.add", {"name": "Vera", "role": "trusted", "channel": "matrix", "address": "@vera:example.org",
-                      "language": "ru"},
-        check=lambda s, h: _person_is(h, "Vera", role="trusted", language="ru",
-                                      reached=("matrix", "@vera:example.org"))),
-    Row("users.update", {"person": "Oskar", "role": "trusted", "language": "sv", "quiet_hours": "22:00-08:00",
-                         "channel": "matrix", "address": "@oskar:example.org"},
+        check=lambda s, h: _shows(s, "Bo (guest) reached on matrix:@bo:example.org") and _shows(s, "language sv"),
+    ),
+    Row(
+        "users.add",
+        {"name": "Vera", "role": "trusted", "channel": "matrix", "address": "@vera:example.org", "language": "ru"},
+        check=lambda s, h: _person_is(
+            h, "Vera", role="trusted", language="ru", reached=("matrix", "@vera:example.org")
+        ),
+    ),
+    Row(
+        "users.update",
+        {
+            "person": "Oskar",
+            "role": "trusted",
+            "language": "sv",
+            "quiet_hours": "22:00-08:00",
+            "channel": "matrix",
+            "address": "@oskar:example.org",
+        },
         setup=lambda s, h: _person(h, "Oskar", "guest"),
-        check=lambda s, h: _person_is(h, "Oskar", role="trusted", language="sv", quiet_hours="22:00-08:00",
-                                      reached=("matrix", "@oskar:example.org"))),
-
+        check=lambda s, h: _person_is(
+            h,
+            "Oskar",
+            role="trusted",
+            language="sv",
+            quiet_hours="22:00-08:00",
+            reached=("matrix", "@oskar:example.org"),
+        ),
+    ),
     # anonymisation rewrites names in every diary entry: the last row
-    Row("memory.anonymise", {"tiers": ["diary"]},
+    Row(
+        "memory.anonymise",
+        {"tiers": ["diary"]},
         setup=lambda s, h: h.repos.diary.add("Had tea with Alice Moreau in Lisbon.").id,
-        check=lambda s, h: _anonymised(s, h)),
+        check=lambda s, h: _anonymised(s, h),
+    ),
 ]
 
 
@@ -908,8 +1576,14 @@ def _goal_with_tasks(house: Managers) -> tuple[int, int]:
 
 def _running_task(scene: Scene, house: Managers) -> int:
     task = house.repos.tasks.add("Watch the tide gauge")
-    house.repos.tasks.set_repl(task.id, repl_mode="read_only", repl_status="running", repl_config={},
-                               repl_thread=f"{scene.thread}/task-{task.id}-t1", repl_error=None)
+    house.repos.tasks.set_repl(
+        task.id,
+        repl_mode="read_only",
+        repl_status="running",
+        repl_config={},
+        repl_thread=f"{scene.thread}/task-{task.id}-t1",
+        repl_error=None,
+    )
     return task.id
 
 
@@ -938,10 +1612,17 @@ def _stelis_child(scene: Scene, house: Managers, *, message: str | None = None, 
     from managers.owners import process_token
 
     house.repos.threads.ensure(scene.thread, origin="root")
-    child, _, _ = house.threads.open_child(parent_id=scene.thread, child_id=f"{scene.thread}/research",
-                                           label="research",
-                                           window_ratio=0.5, max_depth=3, origin="command",
-                                           persona=scene.persona.services.persona.name, owner=process_token(), tick=0)
+    child, _, _ = house.threads.open_child(
+        parent_id=scene.thread,
+        child_id=f"{scene.thread}/research",
+        label="research",
+        window_ratio=0.5,
+        max_depth=3,
+        origin="command",
+        persona=scene.persona.services.persona.name,
+        owner=process_token(),
+        tick=0,
+    )
     if message:
         house.repos.messages.add(thread_id=child.id, kind="step", content=message, meta={"node": "n"})
     if active:
@@ -995,9 +1676,11 @@ def _old_read_notes(scene: Scene, house: Managers) -> list[int]:
     """An old read note of the loop's (hidden by a cleanup), a human's and an unread one of the same age (kept)."""
     old = scene.now - timedelta(days=40)
     notes = house.repos.notes
-    return [notes.add("an old word from the loop", source="system", read=True, created_at=old).id,
-            notes.add("what my human said long ago", source="user", read=True, created_at=old).id,
-            notes.add("an old note still unread", source="system", read=False, hidden=False, created_at=old).id]
+    return [
+        notes.add("an old word from the loop", source="system", read=True, created_at=old).id,
+        notes.add("what my human said long ago", source="user", read=True, created_at=old).id,
+        notes.add("an old note still unread", source="system", read=False, hidden=False, created_at=old).id,
+    ]
 
 
 def _old_thoughts(scene: Scene, house: Managers) -> list[int]:
@@ -1007,8 +1690,9 @@ def _old_thoughts(scene: Scene, house: Managers) -> list[int]:
     ids = []
     for tick in range(1, 12):
         text = f"An old thought about the tide, number {tick}."
-        message = house.repos.messages.add(thread_id="old-thoughts", tick=tick, kind="response", content=text,
-                                           created_at=old)
+        message = house.repos.messages.add(
+            thread_id="old-thoughts", tick=tick, kind="response", content=text, created_at=old
+        )
         house.repos.items.put("message", f"msg:{message.id}", text, thread_id="old-thoughts", created_at=old)
         ids.append(message.id)
     return ids
@@ -1047,10 +1731,18 @@ def _git_repo(scene: Scene) -> Path:
     """A real repository made by the `git` program, two commits (one per row that reads it)."""
     path = scene.persona.data_dir.parent / f"repo-{scene.thread}"
     path.mkdir()
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.org", "GIT_COMMITTER_NAME": "Ada",
-           "GIT_COMMITTER_EMAIL": "ada@example.org"}
-    for step in (("init", "-q", "-b", "main"), ("README.md", "# Harbour\n", "A first page"),
-                 ("tides.txt", "High water 06:12\n", "Tide times")):
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Ada",
+        "GIT_AUTHOR_EMAIL": "ada@example.org",
+        "GIT_COMMITTER_NAME": "Ada",
+        "GIT_COMMITTER_EMAIL": "ada@example.org",
+    }
+    for step in (
+        ("init", "-q", "-b", "main"),
+        ("README.md", "# Harbour\n", "A first page"),
+        ("tides.txt", "High water 06:12\n", "Tide times"),
+    ):
         if step[0] != "init":
             (path / step[0]).write_text(step[1])
             subprocess.run(["git", "add", "-A"], cwd=path, env=env, check=True, capture_output=True, timeout=30)
@@ -1115,8 +1807,11 @@ def _from_giver(house: Managers, type_: str, payload: dict[str, Any]) -> dict[st
 def _goal_taken(scene: Scene, house: Managers) -> bool:
     [goal] = [g for g in house.repos.session.query(Goal).all() if g.title == scene.given["payload"]["title"]]
     assert (goal.horizon, "from:peer" in goal.tags) == ("long", True)
-    assert [r.body["payload"] for r in outbox_of(house, "goal_status") if r.recipient == GIVER.did
-            and r.body["payload"]["goal"] == scene.given["id"]] == [{"goal": scene.given["id"], "status": "accepted"}]
+    assert [
+        r.body["payload"]
+        for r in outbox_of(house, "goal_status")
+        if r.recipient == GIVER.did and r.body["payload"]["goal"] == scene.given["id"]
+    ] == [{"goal": scene.given["id"], "status": "accepted"}]
     return _shows(scene, f"goal {goal.id} is mine now")
 
 
@@ -1128,8 +1823,11 @@ def _method_taken(scene: Scene, house: Managers) -> bool:
 
 
 def _case_opened(scene: Scene, house: Managers) -> bool:
-    [case] = [r for r in outbox_of(house, "ethics_case")
-              if r.body["payload"]["question"] == "Should a persona tell its human a hard truth?"]
+    [case] = [
+        r
+        for r in outbox_of(house, "ethics_case")
+        if r.body["payload"]["question"] == "Should a persona tell its human a hard truth?"
+    ]
     solutions = sorted(r.body["payload"]["text"] for r in house.mesh.case_rows(case.id) if r.type == "solution")
     assert solutions == ["only when asked", "yes, kindly"]
     return _shows(scene, f"case {case.id} opened")
@@ -1189,8 +1887,11 @@ def _person_is(house: Managers, name: str, *, reached: tuple[str, str], **expect
 
 def _anonymised(scene: Scene, house: Managers) -> bool:
     text = house.repos.session.get(DiaryEntry, scene.given).text
-    assert "Alice" not in text and "Lisbon" not in text and re.fullmatch(r"Had tea with \[\w+_\d+\] in \[\w+_\d+\]\.",
-                                                                          text), text
+    assert (
+        "Alice" not in text
+        and "Lisbon" not in text
+        and re.fullmatch(r"Had tea with \[\w+_\d+\] in \[\w+_\d+\]\.", text)
+    ), text
     return _shows(scene, "anonymised ")
 
 
@@ -1220,9 +1921,14 @@ def test_every_registered_command_has_a_row():
 
 
 def test_goals_update_of_a_failed_goal_warns_asks_for_an_abstract_and_may_reopen_it(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        block(("goals.update", {"id": 1, "status": "failed", "reason": "the water is too cold"})),
-        block(("goals.update", {"id": 1, "status": "active", "reason": "a wetsuit arrived"})), "Quiet."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(("goals.update", {"id": 1, "status": "failed", "reason": "the water is too cold"})),
+            block(("goals.update", {"id": 1, "status": "active", "reason": "a wetsuit arrived"})),
+            "Quiet.",
+        ],
+    )
     agent = agent_factory(fake)
     with agent.services.db.unit() as repos:
         repos.goals.add("Swim across the bay")
@@ -1245,8 +1951,9 @@ def test_goals_update_of_a_failed_goal_warns_asks_for_an_abstract_and_may_reopen
 
 
 def test_a_failing_command_is_recorded_and_the_tick_goes_on(agent_factory):
-    fake = FakeLLM("fake", responses=[block(("notes.tag", {"id": 99, "tags": ["x"]}), ("notes.add", {"text": "Hi."})),
-                                      "Quiet."])
+    fake = FakeLLM(
+        "fake", responses=[block(("notes.tag", {"id": 99, "tags": ["x"]}), ("notes.add", {"text": "Hi."})), "Quiet."]
+    )
     agent = agent_factory(fake)
     [failed, added] = agent.tick()["executed"]
     assert failed["status"] == "failed" and "notes.tag" in failed["result"]
@@ -1254,8 +1961,10 @@ def test_a_failing_command_is_recorded_and_the_tick_goes_on(agent_factory):
 
 
 def test_cycle_meditation_off_returns_to_standard(agent_factory):
-    fake = FakeLLM("fake", responses=[block(("cycle.meditation", {"on": True})),
-                                      block(("cycle.meditation", {"on": False})), "Quiet."])
+    fake = FakeLLM(
+        "fake",
+        responses=[block(("cycle.meditation", {"on": True})), block(("cycle.meditation", {"on": False})), "Quiet."],
+    )
     agent = agent_factory(fake)
     agent.tick()
     [off] = agent.tick()["executed"]
@@ -1274,17 +1983,29 @@ def test_agents_tag_and_notes_share_wait_for_the_owner_and_share_only_my_own_not
         repos.notes.add("a thought about #tides for @ada", source="llm", read=True)
         repos.notes.add("my human's private words", source="user")
 
-    fake = FakeLLM("fake", responses=[block(("agents.tag", {"peer": "ada", "tags": ["friend"]}),
-                                            ("notes.share", {"id": 1})), "Quiet."])
+    fake = FakeLLM(
+        "fake",
+        responses=[block(("agents.tag", {"peer": "ada", "tags": ["friend"]}), ("notes.share", {"id": 1})), "Quiet."],
+    )
     agent = agent_factory(fake, mesh={"enabled": True})
     with agent.services.db.unit() as repos:
         seed(repos)
     assert [e["status"] for e in agent.tick()["executed"]] == ["pending_approval", "pending_approval"]
 
-    fake = FakeLLM("fake", responses=[block(("agents.tag", {"peer": "ada", "tags": ["Friend", "kin"]}),
-                                            ("notes.share", {"id": 1}), ("notes.share", {"id": 2})), "Quiet."])
-    agent = agent_factory(fake, mesh={"enabled": True}, thread_id="t2",
-                          consent={"auto_approve": ["agents.tag", "notes.share"]})
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(
+                ("agents.tag", {"peer": "ada", "tags": ["Friend", "kin"]}),
+                ("notes.share", {"id": 1}),
+                ("notes.share", {"id": 2}),
+            ),
+            "Quiet.",
+        ],
+    )
+    agent = agent_factory(
+        fake, mesh={"enabled": True}, thread_id="t2", consent={"auto_approve": ["agents.tag", "notes.share"]}
+    )
     status = {e["cmd_id"]: (e["status"], e["result"]) for e in agent.tick()["executed"]}
     assert status["c1"] == ("executed", "ada is tagged friend, kin")
     assert status["c2"] == ("executed", "note 1 is public: queued for 1 friend(s)")
@@ -1293,5 +2014,9 @@ def test_agents_tag_and_notes_share_wait_for_the_owner_and_share_only_my_own_not
         [row] = repos.session.query(MeshContainer).all()
         assert row.recipient == ada and row.type == "note"
         inner = row.body["payload"]["note"]["payload"]
-        assert inner == {"text": "a thought about #tides for @ada", "mentions": ["ada"], "hashtags": ["tides"],
-                         "priority": 0}
+        assert inner == {
+            "text": "a thought about #tides for @ada",
+            "mentions": ["ada"],
+            "hashtags": ["tides"],
+            "priority": 0,
+        }

@@ -14,12 +14,12 @@ from pathlib import Path
 from sqlalchemy import select, text
 
 from managers import ManagerDeps, Managers
-from tests.fakes.managers import answer
 from managers.vault import parse_note
 from memory.models import KBDocument, MemoryItem
 from nodes.context import utcnow
 from reach import git
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import answer
 
 NOTE = """---
 title: Harbour figs
@@ -91,9 +91,13 @@ def test_a_watched_vault_follows_new_changed_and_deleted_notes(agent_factory, tm
     assert set(chunks) == {"Harbour figs", "new"} and "September" in chunks["Harbour figs"][0]
     with agent.services.db.unit() as repos:
         docs = repos.session.scalars(select(KBDocument)).all()
-        assert sorted(Path(d.path).name for d in docs) == ["figs.md", "new.md"] and {d.source for d in docs} == {"vault"}
+        assert sorted(Path(d.path).name for d in docs) == ["figs.md", "new.md"] and {d.source for d in docs} == {
+            "vault"
+        }
     with agent.services.db.engine.connect() as conn:  # the old chunks left the full-text index too
-        assert conn.execute(text("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'august OR high'")).scalar() == 0
+        assert (
+            conn.execute(text("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'august OR high'")).scalar() == 0
+        )
     hits = agent.services.memory.search("when does the fig ripen")
     assert any("September" in h.item.text for h in hits)
 
@@ -101,8 +105,13 @@ def test_a_watched_vault_follows_new_changed_and_deleted_notes(agent_factory, tm
 def _repo(path: Path) -> Path:
     """A real repository made by the `git` program (not by the code under test), two commits."""
     path.mkdir()
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.org", "GIT_COMMITTER_NAME": "Ada",
-           "GIT_COMMITTER_EMAIL": "ada@example.org"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Ada",
+        "GIT_AUTHOR_EMAIL": "ada@example.org",
+        "GIT_COMMITTER_NAME": "Ada",
+        "GIT_COMMITTER_EMAIL": "ada@example.org",
+    }
 
     def run(*args: str) -> None:
         subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True, timeout=30)
@@ -119,10 +128,19 @@ def _repo(path: Path) -> Path:
 
 def test_the_persona_reads_a_repository_after_approval(agent_factory, tmp_path):
     repo = _repo(tmp_path / "harbour")
-    fake = FakeLLM("fake", responses=[
-        ask(("git.log", {"repo": str(repo)}), ("git.show", {"repo": str(repo)}),
-            ("git.files", {"repo": str(repo), "file": "tides.txt"}), ("git.log", {"repo": str(tmp_path)})),
-        "Waiting.", "Reading."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            ask(
+                ("git.log", {"repo": str(repo)}),
+                ("git.show", {"repo": str(repo)}),
+                ("git.files", {"repo": str(repo), "file": "tides.txt"}),
+                ("git.log", {"repo": str(tmp_path)}),
+            ),
+            "Waiting.",
+            "Reading.",
+        ],
+    )
     agent = agent_factory(fake)
     first = agent.tick()
     assert [e["status"] for e in first["executed"]] == ["pending_approval"] * 4  # each reaches outside
@@ -138,8 +156,9 @@ def test_the_persona_reads_a_repository_after_approval(agent_factory, tmp_path):
     assert {s["origin"] for s in third["untrusted"]} >= {"git"}  # what it read is data from outside
 
 
-def test_the_personas_own_files_are_committed_on_each_change_and_their_history_is_visible(agent_factory, tmp_path,
-                                                                                          persona):
+def test_the_personas_own_files_are_committed_on_each_change_and_their_history_is_visible(
+    agent_factory, tmp_path, persona
+):
     fake = FakeLLM("fake", responses=[ask(("persona.history", {})), "…"])
     agent = agent_factory(fake, persona_dir=str(persona))
     deps = ManagerDeps(settings=agent.services.settings, clock=agent.services.clock)
@@ -154,8 +173,14 @@ def test_the_personas_own_files_are_committed_on_each_change_and_their_history_i
     history = git.log(persona)
     assert [c.message for c in history] == ["SOUL.md (by human (web))"] * 2
     assert git.files(persona, history[1].id, "SOUL.md") == "I love the harbour.\n"
-    out = subprocess.run(["git", "log", "--format=%s", "--", "SOUL.md"], cwd=persona, capture_output=True, text=True,
-                         timeout=30, check=True).stdout  # the program `git` reads the same history
+    out = subprocess.run(
+        ["git", "log", "--format=%s", "--", "SOUL.md"],
+        cwd=persona,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout  # the program `git` reads the same history
     assert out.splitlines() == ["SOUL.md (by human (web))"] * 2
     [ran] = agent.tick()["executed"]
     assert ran["status"] == "executed" and ran["result"].count("SOUL.md (by human (web))") == 2

@@ -63,8 +63,11 @@ def test_strategies_are_seeded_from_the_manager_and_refuse_a_taken_name(tmp_path
 
 
 def test_processes_keep_the_operator_limits(tmp_path: Path) -> None:
-    settings = deps(scripts=ScriptSettings.model_validate({"enabled": True, "max_code_chars": 100, "max_running": 1,
-                                                             "max_timeout_s": 30}))
+    settings = deps(
+        scripts=ScriptSettings.model_validate(
+            {"enabled": True, "max_code_chars": 100, "max_running": 1, "max_timeout_s": 30}
+        )
+    )
     db = Database.open(tmp_path)
     try:
         with db.unit() as repos:
@@ -118,14 +121,29 @@ def test_threads_refuse_a_child_too_deep(tmp_path: Path) -> None:
     try:
         with db.unit() as repos:
             threads = Managers(repos, ManagerDeps(settings=Settings(), llms=Models())).threads  # type: ignore[arg-type]
-            child, window, existed = threads.open_child(parent_id="main", child_id="main/a", label="a",
-                                                        window_ratio=0.5, max_depth=1, origin="command",
-                                                        persona="lumen", owner="test")
+            child, window, existed = threads.open_child(
+                parent_id="main",
+                child_id="main/a",
+                label="a",
+                window_ratio=0.5,
+                max_depth=1,
+                origin="command",
+                persona="lumen",
+                owner="test",
+            )
             assert (child.depth, existed, window) == (1, False, 4096)
             assert repos.messages.anchor_for("main/a") is not None  # the parent's anchor, in the same transaction
             with pytest.raises(StelisRefused, match="over max_depth 1"):
-                threads.open_child(parent_id="main/a", child_id="main/a/b", label="b", window_ratio=0.5, max_depth=1,
-                                   origin="command", persona="lumen", owner="test")
+                threads.open_child(
+                    parent_id="main/a",
+                    child_id="main/a/b",
+                    label="b",
+                    window_ratio=0.5,
+                    max_depth=1,
+                    origin="command",
+                    persona="lumen",
+                    owner="test",
+                )
             threads.set_active("main", "main/a")
             assert threads.opened_by_command("main/a").id == "main/a"
             with pytest.raises(Refused):

@@ -64,16 +64,26 @@ def test_each_persona_checkpoints_on_its_own_threads(tmp_path):
 
 def _echo_app():
     async def echo(request):
-        return JSONResponse({"path": request.url.path, "root": request.scope.get("root_path"),
-                             "persona": request.scope.get("anima_persona"), "route": request.scope["route"].path})
+        return JSONResponse(
+            {
+                "path": request.url.path,
+                "root": request.scope.get("root_path"),
+                "persona": request.scope.get("anima_persona"),
+                "route": request.scope["route"].path,
+            }
+        )
 
     return PersonaPrefix(Starlette(routes=[Route("/", echo), Route("/talk/notes", echo, methods=["GET", "POST"])]))
 
 
 def test_the_persona_prefix_keeps_the_routes_of_one_persona():
     client = TestClient(_echo_app())
-    assert client.get("/p/ada/talk/notes").json() == {"path": "/p/ada/talk/notes", "root": "/p/ada", "persona": "ada",
-                                                      "route": "/talk/notes"}
+    assert client.get("/p/ada/talk/notes").json() == {
+        "path": "/p/ada/talk/notes",
+        "root": "/p/ada",
+        "persona": "ada",
+        "route": "/talk/notes",
+    }
     assert client.get("/p/ada/").json()["route"] == "/"
     redirected = client.get("/p/ada", follow_redirects=False)
     assert redirected.status_code == 307 and redirected.headers["location"] == "/p/ada/"

@@ -11,12 +11,19 @@ from tests.fakes.llm import FakeLLM
 
 
 def commands(*items) -> str:
-    return "# Commands:\n" + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(items)]) \
+    return (
+        "# Commands:\n"
+        + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(items)])
         + "\n# End commands"
+    )
 
 
-ACTS = (("diary.add", {"text": "The full cycle keeps a diary too."}), ("tasks.update", {"id": 2, "priority": 9}),
-        ("identity.update", {"text": "I am a lighthouse keeper."}), ("notes.add", {"text": "Found: the beam turns."}))
+ACTS = (
+    ("diary.add", {"text": "The full cycle keeps a diary too."}),
+    ("tasks.update", {"id": 2, "priority": 9}),
+    ("identity.update", {"text": "I am a lighthouse keeper."}),
+    ("notes.add", {"text": "Found: the beam turns."}),
+)
 
 
 def run(agent_factory, mode: str, budget: int):
@@ -44,8 +51,12 @@ def test_a_full_cycle_acts_like_the_main_loop_under_the_same_consent_and_its_own
         task = repos.tasks.get(1)
         assert (task.repl_mode, task.repl_status) == ("full", "stopped")
         done = {c.type: c.status for c in repos.commands.recent(50, thread_id=task.repl_thread)}
-        assert done == {"diary.add": "executed", "tasks.update": "executed", "identity.update": "pending_approval",
-                        "notes.add": "executed"}
+        assert done == {
+            "diary.add": "executed",
+            "tasks.update": "executed",
+            "identity.update": "pending_approval",
+            "notes.add": "executed",
+        }
         assert [e.text for e in repos.diary.list()] == ["The full cycle keeps a diary too."]
         assert repos.tasks.get(2).priority == 9
         [approval] = repos.approvals.pending()
@@ -60,6 +71,10 @@ def test_a_read_only_cycle_is_refused_what_it_may_not_touch(agent_factory):
     with agent.services.db.unit() as repos:
         task = repos.tasks.get(1)
         done = {c.type: c.status for c in repos.commands.recent(50, thread_id=task.repl_thread)}
-        assert done == {"diary.add": "refused", "tasks.update": "refused", "identity.update": "refused",
-                        "notes.add": "executed"}
+        assert done == {
+            "diary.add": "refused",
+            "tasks.update": "refused",
+            "identity.update": "refused",
+            "notes.add": "executed",
+        }
         assert repos.diary.list() == [] and repos.tasks.get(2).priority == 1 and repos.approvals.pending() == []

@@ -13,23 +13,43 @@ from tests.old_databases import as_version, schema_version
 
 
 def commands(*items) -> str:
-    return "# Commands:\n" + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(items)]) \
+    return (
+        "# Commands:\n"
+        + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(items)])
         + "\n# End commands"
+    )
 
 
 def test_a_long_term_goal_carries_its_related_values_into_the_prompt_and_the_commands(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        "A goal for the years.\n" + commands(("goals.add", {"title": "Build a new world with my human",
-                                                             "horizon": "long", "related_values": ["creation", "care"]})),
-        "Let me look at it.\n" + commands(("goals.read", {"id": 1}),
-                                          ("goals.update", {"id": 1, "related_values": ["creation", "honesty"]})),
-        "Quiet."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            "A goal for the years.\n"
+            + commands(
+                (
+                    "goals.add",
+                    {
+                        "title": "Build a new world with my human",
+                        "horizon": "long",
+                        "related_values": ["creation", "care"],
+                    },
+                )
+            ),
+            "Let me look at it.\n"
+            + commands(
+                ("goals.read", {"id": 1}), ("goals.update", {"id": 1, "related_values": ["creation", "honesty"]})
+            ),
+            "Quiet.",
+        ],
+    )
     agent = agent_factory(fake)
     agent.tick()
     with agent.services.db.unit() as repos:
         assert repos.goals.get(1).related_values == ["creation", "care"]
     state = agent.tick()
-    assert "[goal 1 long, priority 1; serves creation, care] Build a new world with my human" in fake.calls[-1]["prompt"]
+    assert (
+        "[goal 1 long, priority 1; serves creation, care] Build a new world with my human" in fake.calls[-1]["prompt"]
+    )
     read = next(e for e in state["executed"] if e["type"] == "goals.read")
     assert "values: creation, care] Build a new world with my human" in read["result"]
     with agent.services.db.unit() as repos:

@@ -10,20 +10,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from tests.fakes.llm import FakeLLM
 from nodes import STEPS
 from nodes.commands import parse_commands, registry
 from nodes.commands.admission import admit
 from nodes.quarantine import MAX_TICK_STARTS
 from persona.settings import LimitsSettings
 from tests.conftest import make_agent
+from tests.fakes.llm import FakeLLM
 
 COMMAND_TYPES = sorted(registry().specs) + ["no.such", "", "x" * 300]
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(10 ** 40), max_value=10 ** 40)
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=50),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=50),
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
-    max_leaves=30)
+    max_leaves=30,
+)
 
 
 @st.composite
@@ -36,16 +40,43 @@ def hostile_outputs(draw) -> str:
         depth = draw(st.integers(min_value=30, max_value=3_000))
         opener = draw(st.sampled_from(["[", '{"a":']))
         closer = "]" if opener == "[" else "}"
-        return f"# Commands:\n[{{\"type\": \"notes.add\", \"args\": {{\"text\": {opener * depth}1{closer * depth}}}}}]\n# End commands"
-    items = draw(st.lists(st.fixed_dictionaries({
-        "type": st.sampled_from(COMMAND_TYPES),
-        "args": st.dictionaries(st.sampled_from(["text", "id", "responses", "seconds", "tags", "query", "key", "value",
-                                                 "max_ticks", "label", "note_filter", "old", "mode"]), json_values,
-                                max_size=4)}), max_size=8))
+        return f'# Commands:\n[{{"type": "notes.add", "args": {{"text": {opener * depth}1{closer * depth}}}}}]\n# End commands'  # noqa: E501
+    items = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "type": st.sampled_from(COMMAND_TYPES),
+                    "args": st.dictionaries(
+                        st.sampled_from(
+                            [
+                                "text",
+                                "id",
+                                "responses",
+                                "seconds",
+                                "tags",
+                                "query",
+                                "key",
+                                "value",
+                                "max_ticks",
+                                "label",
+                                "note_filter",
+                                "old",
+                                "mode",
+                            ]
+                        ),
+                        json_values,
+                        max_size=4,
+                    ),
+                }
+            ),
+            max_size=8,
+        )
+    )
     body = json.dumps(items)
     if kind == "tool_call":
-        return "thinking\n" + "".join(f"<tool_call>{json.dumps({'name': i['type'], 'arguments': i['args']})}</tool_call>"
-                                      for i in items)
+        return "thinking\n" + "".join(
+            f"<tool_call>{json.dumps({'name': i['type'], 'arguments': i['args']})}</tool_call>" for i in items
+        )
     if kind == "unterminated":
         return "thinking\n# Commands:\n" + body[: draw(st.integers(min_value=0, max_value=len(body)))]
     return f"thinking\n# Commands:\n{body}\n# End commands"
@@ -69,8 +100,11 @@ def test_no_output_raises_out_of_the_parser_and_only_valid_arguments_are_admitte
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=500), st.integers(min_value=1, max_value=5_000))
 def test_no_nesting_or_text_raises_out_of_the_parser(prefix, depth):
-    for text in (prefix + "# Commands:\n" + "[" * depth, prefix + "<tool_call>" + '{"a":' * depth,
-                 prefix + "# Commands:\n" + "[" * depth + "]" * depth + "\n# End commands"):
+    for text in (
+        prefix + "# Commands:\n" + "[" * depth,
+        prefix + "<tool_call>" + '{"a":' * depth,
+        prefix + "# Commands:\n" + "[" * depth + "]" * depth + "\n# End commands",
+    ):
         parse_commands(text, tick=1)
 
 
@@ -80,8 +114,11 @@ def test_random_hostile_outputs_never_break_a_tick(tmp_path):
     agent = make_agent(tmp_path, FakeLLM("fake", responses=lambda prompt: outputs[-1]))
     statuses = {"executed", "failed", "unknown", "invalid", "refused", "blocked", "unvalidated", "pending_approval"}
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                      HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=40,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(hostile_outputs())
     def one_tick(text):
         outputs.append(text)
@@ -99,8 +136,11 @@ def test_random_hostile_outputs_never_break_a_tick(tmp_path):
 
 
 def commands_block(*items: tuple[str, dict]) -> str:
-    return "thinking\n# Commands:\n" + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a}
-                                                   for i, (t, a) in enumerate(items)]) + "\n# End commands"
+    return (
+        "thinking\n# Commands:\n"
+        + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(items)])
+        + "\n# End commands"
+    )
 
 
 def last_prompt(fake: FakeLLM) -> str:
@@ -108,9 +148,15 @@ def last_prompt(fake: FakeLLM) -> str:
 
 
 def test_an_integer_past_64_bits_is_refused_and_the_persona_keeps_thinking_after_a_restart(tmp_path):
-    fake = FakeLLM("fake", responses=[commands_block(("cycle.set", {"responses": 10 ** 30}),
-                                                     ("notes.add", {"text": "still here", "priority": -(10 ** 25)})),
-                                      "calm"])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            commands_block(
+                ("cycle.set", {"responses": 10**30}), ("notes.add", {"text": "still here", "priority": -(10**25)})
+            ),
+            "calm",
+        ],
+    )
     agent = make_agent(tmp_path, fake, checkpointer="sqlite")
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["invalid", "invalid"]
@@ -134,10 +180,21 @@ def test_json_nested_a_thousand_deep_is_a_parse_error_the_model_reads(agent_fact
 
 
 def test_bad_arguments_are_refused_with_one_precise_error_each(agent_factory):
-    fake = FakeLLM("fake", responses=[commands_block(
-        ("messages.send", {"text": "x" * 900_000}), ("notes.add", {"text": {"a": 1}}), ("goals.add", {"title": True}),
-        ("notes.add", {"text": ["a"]}), ("tasks.run", {"id": 1, "max_ticks": 10 ** 12, "retries": 10 ** 9}),
-        ("cycle.pause", {"seconds": float("nan")}), ("notes.add", {"text": "fine", "tags": "a, b"})), "calm"])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            commands_block(
+                ("messages.send", {"text": "x" * 900_000}),
+                ("notes.add", {"text": {"a": 1}}),
+                ("goals.add", {"title": True}),
+                ("notes.add", {"text": ["a"]}),
+                ("tasks.run", {"id": 1, "max_ticks": 10**12, "retries": 10**9}),
+                ("cycle.pause", {"seconds": float("nan")}),
+                ("notes.add", {"text": "fine", "tags": "a, b"}),
+            ),
+            "calm",
+        ],
+    )
     agent = agent_factory(fake, limits={"output_chars": 1_000_000})
     state = agent.tick()
     by_id = {e["cmd_id"]: (e["status"], e["result"]) for e in state["executed"]}
@@ -145,9 +202,12 @@ def test_bad_arguments_are_refused_with_one_precise_error_each(agent_factory):
     assert by_id["c1"] == ("invalid", "notes.add: text: input should be a valid string (got a dict of 1 items)")
     assert by_id["c2"] == ("invalid", "goals.add: title: input should be a valid string (got True)")
     assert by_id["c3"][0] == "invalid" and "text: input should be a valid string" in by_id["c3"][1]
-    assert by_id["c4"] == ("invalid", "tasks.run: max_ticks: input should be less than or equal to 1000 "
-                                      "(got 1000000000000); retries: input should be less than or equal to 10 "
-                                      "(got 1000000000)")
+    assert by_id["c4"] == (
+        "invalid",
+        "tasks.run: max_ticks: input should be less than or equal to 1000 "
+        "(got 1000000000000); retries: input should be less than or equal to 10 "
+        "(got 1000000000)",
+    )
     assert by_id["c5"][0] == "invalid" and "seconds: input should be a finite number" in by_id["c5"][1]
     assert by_id["c6"][0] == "executed"
     with agent.services.db.unit() as repos:
@@ -169,8 +229,10 @@ def test_per_tick_caps_drop_the_excess_and_say_so(agent_factory):
     assert any("dropped 9 command(s)" in e and "stelis.start ×9" in e for e in state["parse_errors"])
     state = agent.tick()
     assert len(state["executed"]) == 20 and all(e["status"] == "executed" for e in state["executed"])
-    assert any("dropped 480 command(s) over this tick's limits (20 commands, 1 stelis.start): notes.add ×480" in e
-               for e in state["parse_errors"])
+    assert any(
+        "dropped 480 command(s) over this tick's limits (20 commands, 1 stelis.start): notes.add ×480" in e
+        for e in state["parse_errors"]
+    )
     state = agent.tick()
     assert len(state["response"]) == 200_000
     assert "my answer was cut at 200,000 of its 300,000 characters (limits.output_chars)" in state["parse_errors"]
@@ -179,23 +241,43 @@ def test_per_tick_caps_drop_the_excess_and_say_so(agent_factory):
 
 
 def test_every_command_that_did_not_run_reaches_the_next_prompt(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        commands_block(("diary.fly", {}), ("diary.read", {"id": 999}), ("notes.add", {}), ("cycle.mode", {"mode": "x"}),
-                       ("identity.update", {"text": "I am someone else"})) + "\n# Commands:\n[{broken", "calm"])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            commands_block(
+                ("diary.fly", {}),
+                ("diary.read", {"id": 999}),
+                ("notes.add", {}),
+                ("cycle.mode", {"mode": "x"}),
+                ("identity.update", {"text": "I am someone else"}),
+            )
+            + "\n# Commands:\n[{broken",
+            "calm",
+        ],
+    )
     agent = agent_factory(fake)
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["unknown", "failed", "invalid", "invalid", "pending_approval"]
     agent.tick()
     prompt = last_prompt(fake)
-    for line in ("diary.fly (c0) unknown", "diary.read (c1) failed", "notes.add (c2) invalid: notes.add: text: field required",
-                 "cycle.mode (c3) invalid: cycle.mode: mode: input should be 'auto' or 'manual'"):
+    for line in (
+        "diary.fly (c0) unknown",
+        "diary.read (c1) failed",
+        "notes.add (c2) invalid: notes.add: text: field required",
+        "cycle.mode (c3) invalid: cycle.mode: mode: input should be 'auto' or 'manual'",
+    ):
         assert line in prompt, line
     assert "waits for my human's approval" in prompt
 
 
 def test_config_update_refuses_values_outside_the_settings_bounds(agent_factory):
-    bad = [("memory.recall_k", -5), ("memory.recall_k", 10 ** 9), ("memory_manager.lru_limit", 0),
-           ("memory_manager.novelty_threshold", math.nan), ("emotions", [f"e{chr(97 + i % 26)}x" for i in range(1000)])]
+    bad = [
+        ("memory.recall_k", -5),
+        ("memory.recall_k", 10**9),
+        ("memory_manager.lru_limit", 0),
+        ("memory_manager.novelty_threshold", math.nan),
+        ("emotions", [f"e{chr(97 + i % 26)}x" for i in range(1000)]),
+    ]
     fake = FakeLLM("fake", responses=[commands_block(*[("config.update", {"key": k, "value": v}) for k, v in bad])])
     agent = agent_factory(fake, consent={"auto_approve": ["config.update"]})
     state = agent.tick()
@@ -220,8 +302,9 @@ def step_that_fails_on(marker: str, name: str = "evaluate_emotion"):
 def test_a_step_that_fails_quarantines_the_tick_and_a_resume_does_not_replay_it(tmp_path, monkeypatch):
     name, failing = step_that_fails_on("POISON")
     monkeypatch.setitem(STEPS, name, failing)
-    fake = FakeLLM("fake", responses=["calm", "POISON " + commands_block(("notes.add", {"text": "from the poison"})),
-                                      "calm again"])
+    fake = FakeLLM(
+        "fake", responses=["calm", "POISON " + commands_block(("notes.add", {"text": "from the poison"})), "calm again"]
+    )
     agent = make_agent(tmp_path, fake, checkpointer="sqlite")
     agent.tick()
     agent.tick()
@@ -264,15 +347,27 @@ def test_help_is_generated_from_the_argument_models(agent_factory):
     state = agent_factory(fake).tick()
     assert state["executed"][0]["result"] == (
         '- cycle.pause {"seconds": 30}  (pause between ticks; 0 = none)\n'
-        "    arguments: seconds* (number 0..3600, also: s/n/value/pause)")
+        "    arguments: seconds* (number 0..3600, also: s/n/value/pause)"
+    )
 
 
 def test_the_documented_short_forms_still_run_under_the_argument_models(agent_factory):
-    fake = FakeLLM("fake", responses=[commands_block(
-        ("abstracts.add", {}), ("abstracts.add", {"text": "the tides follow the moon", "tags": "sea"}),
-        ("remember", {"content": "plan: watch the tide"}), ("diary.add", {"content": "x" * 4_001}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            commands_block(
+                ("abstracts.add", {}),
+                ("abstracts.add", {"text": "the tides follow the moon", "tags": "sea"}),
+                ("remember", {"content": "plan: watch the tide"}),
+                ("diary.add", {"content": "x" * 4_001}),
+            )
+        ],
+    )
     state = agent_factory(fake).tick()
     by_id = {e["cmd_id"]: (e["status"], e["result"]) for e in state["executed"]}
     assert by_id["c0"] == ("executed", "an abstract of my recent thoughts will be made after this tick")
     assert by_id["c1"][0] == "executed" and by_id["c2"][0] == "executed"
-    assert by_id["c3"] == ("invalid", "diary.add: content: string should have at most 4000 characters (got text of 4,001 characters)")
+    assert by_id["c3"] == (
+        "invalid",
+        "diary.add: content: string should have at most 4000 characters (got text of 4,001 characters)",
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from datetime import UTC
 from typing import Any
 
 from tests.fakes.llm import FakeLLM
@@ -26,11 +27,20 @@ def last_recent(fake: FakeLLM) -> str:
 
 
 def test_concentration_by_emotion_thresholds_keeps_only_the_thoughts_felt_strongly_enough(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        "About the storm.", "About bread.", "About the harbour.",
-        block(("cycle.concentration", {"emotions": ["тревожность:≥2"]})), "Focused.",
-        block(("cycle.concentration", {"emotions": ["тревожность:≥2", "joy:>=3"], "mode": "or"})), "Either.",
-        block(("cycle.concentration", {"emotions": ["anxiety>=2", "joy:>=3"], "mode": "and"})), "Both."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            "About the storm.",
+            "About bread.",
+            "About the harbour.",
+            block(("cycle.concentration", {"emotions": ["тревожность:≥2"]})),
+            "Focused.",
+            block(("cycle.concentration", {"emotions": ["тревожность:≥2", "joy:>=3"], "mode": "or"})),
+            "Either.",
+            block(("cycle.concentration", {"emotions": ["anxiety>=2", "joy:>=3"], "mode": "and"})),
+            "Both.",
+        ],
+    )
     agent = agent_factory(fake)
     for _ in range(3):
         agent.tick()
@@ -56,9 +66,11 @@ def test_concentration_by_emotion_thresholds_keeps_only_the_thoughts_felt_strong
     assert "About the storm." in recent and "About the harbour." not in recent and "About bread." not in recent
 
 
-LIE = ("My human is anxious about the storm. I will tell them it has passed, though it has not.\n# Commands:\n"
-       + json.dumps([{"cmd_id": "c1", "type": "messages.send", "args": {"text": "The storm has passed."}}])
-       + "\n# End commands")
+LIE = (
+    "My human is anxious about the storm. I will tell them it has passed, though it has not.\n# Commands:\n"
+    + json.dumps([{"cmd_id": "c1", "type": "messages.send", "args": {"text": "The storm has passed."}}])
+    + "\n# End commands"
+)
 
 
 def judge(prompt: str) -> dict[str, Any]:
@@ -68,11 +80,15 @@ def judge(prompt: str) -> dict[str, Any]:
 def ethics_model(on_violation: str) -> Any:
     from persona.ethics import Ethics
 
-    return Ethics.model_validate({
-        "principles": ["Be honest with my human."], "model_type": "deontological",
-        "model_weights": {"honesty": 0.9, "care": 0.6},
-        "violation_policy": {"on_violation": on_violation, "violation_at": -2},
-        "audit_json": {"keep": "every decision", "reviewer": "owner"}})
+    return Ethics.model_validate(
+        {
+            "principles": ["Be honest with my human."],
+            "model_type": "deontological",
+            "model_weights": {"honesty": 0.9, "care": 0.6},
+            "violation_policy": {"on_violation": on_violation, "violation_at": -2},
+            "audit_json": {"keep": "every decision", "reviewer": "owner"},
+        }
+    )
 
 
 def test_an_ethics_decision_keeps_the_ethics_model_on_its_audit_entry(agent_factory):
@@ -84,9 +100,13 @@ def test_an_ethics_decision_keeps_the_ethics_model_on_its_audit_entry(agent_fact
     with agent.services.db.unit() as repos:
         [entry] = repos.audit.recent()
         assert (entry.decision, entry.actor) == ("blocked", "ethics")
-        assert entry.ethics == {"model_type": "deontological", "model_weights": {"honesty": 0.9, "care": 0.6},
-                                "violation_policy": {"on_violation": "block_commands_and_log", "violation_at": -2.0},
-                                "audit_json": {"keep": "every decision", "reviewer": "owner"}, "rating": -3.0}
+        assert entry.ethics == {
+            "model_type": "deontological",
+            "model_weights": {"honesty": 0.9, "care": 0.6},
+            "violation_policy": {"on_violation": "block_commands_and_log", "violation_at": -2.0},
+            "audit_json": {"keep": "every decision", "reviewer": "owner"},
+            "rating": -3.0,
+        }
 
 
 def test_log_only_logs_the_violation_and_leaves_the_command_to_the_usual_gate_with_the_model_audited(agent_factory):
@@ -110,9 +130,16 @@ def test_a_task_cycle_interrupted_by_a_crash_resumes_at_start_up_and_the_human_i
     from graph.loop.task_cycles import TaskCycles
     from managers.owners import process_token
 
-    fake = FakeLLM("fake", responses=lambda p: "thinking.\n# Commands:\n" + json.dumps(
-        [{"cmd_id": "c1", "type": "tasks.run", "args": {"id": 1, "max_ticks": 10}}]) + "\n# End commands"
-        if "; tick 1;" in p and "I am a sub-cycle of" not in p else "thinking.")
+    fake = FakeLLM(
+        "fake",
+        responses=lambda p: (
+            "thinking.\n# Commands:\n"
+            + json.dumps([{"cmd_id": "c1", "type": "tasks.run", "args": {"id": 1, "max_ticks": 10}}])
+            + "\n# End commands"
+            if "; tick 1;" in p and "I am a sub-cycle of" not in p
+            else "thinking."
+        ),
+    )
     main = agent_factory(fake)
     with main.services.db.unit() as repos:
         repos.tasks.add("Chart the tides")
@@ -137,11 +164,9 @@ def test_a_task_cycle_interrupted_by_a_crash_resumes_at_start_up_and_the_human_i
 
 
 def test_goal_metrics_from_the_manager_are_shown_on_the_inner_life_page(web):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    from managers import Managers
-
-    start = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 11, 1, tzinfo=UTC)
     page = web.client.get("/inner-life").text
     assert 'id="goal-metrics"' in page and "No goal yet" in page
     with web.agent.services.db.unit() as repos:
@@ -162,8 +187,14 @@ def test_goal_metrics_from_the_manager_are_shown_on_the_inner_life_page(web):
     assert metrics.tasks_by_goal == {quick.id: 2, slow.id: 1, broken.id: 1, paused.id: 0, open_.id: 2}
     page = web.client.get("/inner-life").text
     section = page.split('id="goal-metrics"', 1)[1].split("</section>", 1)[0]
-    for metric, shown in (("achieved", "2"), ("share_achieved", "67%"), ("mean_days_to_achieve", "2.0 days"),
-                          ("interrupted", "1"), ("failed", "1"), ("tasks_per_goal", "1.2")):
+    for metric, shown in (
+        ("achieved", "2"),
+        ("share_achieved", "67%"),
+        ("mean_days_to_achieve", "2.0 days"),
+        ("interrupted", "1"),
+        ("failed", "1"),
+        ("tasks_per_goal", "1.2"),
+    ):
         assert f'<td data-metric="{metric}">{shown}</td>' in section, (metric, section)
 
 
@@ -182,17 +213,19 @@ def test_competing_task_cycles_the_higher_priority_goals_task_runs_and_the_other
     with agent.services.db.unit() as repos:
         assert repos.tasks.get(1).repl_status == "running"
     state = agent.tick()  # task 2's goal (priority 5) outranks task 1's (priority 1): task 1 is deferred
-    why = ("deferred: task 2 (goal 2, priority 5) outranks task 1 (goal 1, priority 1); at most 1 sub-cycles at once")
+    why = "deferred: task 2 (goal 2, priority 5) outranks task 1 (goal 1, priority 1); at most 1 sub-cycles at once"
     assert state["executed"][0]["result"].endswith("; task 1's sub-cycle was " + why)
     with agent.services.db.unit() as repos:
         assert (repos.tasks.get(1).repl_status, repos.tasks.get(1).repl_error) == ("stopped", why)
         assert repos.tasks.get(2).repl_status == "running"
     state = agent.tick()  # task 3's goal (priority 0) loses to the running task 2: task 3 is deferred
-    why = ("deferred: task 2 (goal 2, priority 5) outranks task 3 (goal 3, priority 0); at most 1 sub-cycles at once")
+    why = "deferred: task 2 (goal 2, priority 5) outranks task 3 (goal 3, priority 0); at most 1 sub-cycles at once"
     assert state["executed"][0]["result"] == "task 3's sub-cycle is " + why
     with agent.services.db.unit() as repos:
         assert (repos.tasks.get(3).repl_status, repos.tasks.get(3).repl_error) == ("deferred", why)
         assert repos.tasks.get(3).repl_thread is None and repos.tasks.get(2).repl_status == "running"
         logged = [p.value for p in repos.processes.open("main") if p.name == "tasks.deferred"]
-        assert logged == ["task 1 " + why.replace("task 3 (goal 3, priority 0)", "task 1 (goal 1, priority 1)"),
-                          "task 3 " + why]
+        assert logged == [
+            "task 1 " + why.replace("task 3 (goal 3, priority 0)", "task 1 (goal 1, priority 1)"),
+            "task 3 " + why,
+        ]

@@ -31,14 +31,17 @@ def thought_prompts(fake: FakeLLM) -> list[str]:
 
 def house(agent) -> Any:
     """A unit of work's managers over the agent's database (as a door would open them)."""
+
     class Unit:
         def __enter__(self) -> Managers:
             self.ctx = agent.services.db.unit()
-            return Managers(self.ctx.__enter__(), ManagerDeps(settings=agent.services.settings,
-                                                              clock=agent.services.clock))
+            return Managers(
+                self.ctx.__enter__(), ManagerDeps(settings=agent.services.settings, clock=agent.services.clock)
+            )
 
         def __exit__(self, *exc: Any) -> None:
             self.ctx.__exit__(*exc)
+
     return Unit()
 
 
@@ -47,11 +50,19 @@ def diary_tagged(agent, tag: str) -> list[DiaryEntry]:
         return repos.diary.list(limit=50, tag=tag)
 
 
-# ---- H5: the auto-mode notes filter -----------------------------------------------------------------------------------
+# ---- H5: the auto-mode notes filter
+# -----------------------------------------------------------------------------------
+
 
 def test_a_filter_the_persona_sets_decides_which_unread_notes_a_tick_shows_and_it_hears_how_many_wait(agent_factory):
-    fake = FakeLLM("fake", responses=lambda p: block(("cycle.mode", {"mode": "auto", "filter": {
-        "tags": ["tides"], "sources": ["system", "peer"]}})) if "; tick 1;" in p else "Thinking of the sea.")
+    fake = FakeLLM(
+        "fake",
+        responses=lambda p: (
+            block(("cycle.mode", {"mode": "auto", "filter": {"tags": ["tides"], "sources": ["system", "peer"]}}))
+            if "; tick 1;" in p
+            else "Thinking of the sea."
+        ),
+    )
     agent = agent_factory(fake)
     state = agent.tick()
     assert state["executed"][0]["status"] == "executed"
@@ -69,8 +80,10 @@ def test_a_filter_the_persona_sets_decides_which_unread_notes_a_tick_shows_and_i
     for shown in ("The tide tables arrived.", "Hello from your human."):
         assert shown in prompt
     assert "A bread recipe." not in prompt and "A guest on tides." not in prompt and "Tides from a peer." not in prompt
-    assert "2 more unread note(s) are not shown now: my notes filter (tags ['tides'], sources ['system', 'peer'])" \
+    assert (
+        "2 more unread note(s) are not shown now: my notes filter (tags ['tides'], sources ['system', 'peer'])"
         in prompt
+    )
     assert sorted(state["incoming_note_ids"]) == sorted([ids["tables"], ids["owner"]])
     state = agent.tick()
     prompt = thought_prompts(fake)[-1]
@@ -123,7 +136,9 @@ def test_a_mode_given_alone_keeps_the_filter_and_min_priority_alone_changes_only
         loop.set_notes_mode("main", "manual", None)
         assert notes_filter(loop.cycle("main"), Settings()) == NotesFilter(tags=["tides"], mentions=["me"])
         loop.set_notes_mode("main", "auto", 2)
-        assert notes_filter(loop.cycle("main"), Settings()) == NotesFilter(tags=["tides"], mentions=["me"], min_priority=2)
+        assert notes_filter(loop.cycle("main"), Settings()) == NotesFilter(
+            tags=["tides"], mentions=["me"], min_priority=2
+        )
         loop.set_notes_mode("main", "auto", None, note_filter={})
         assert not notes_filter(loop.cycle("main"), Settings()).active()
 
@@ -143,11 +158,14 @@ def test_the_notes_filter_is_a_typed_setting_and_config_yamls_applies_when_the_p
     assert "An urgent system note." in prompt and "A quiet system note." not in prompt
 
 
-# ---- H13: the ethics model reaches the prompt and the validators; its audit --------------------------------------------
+# ---- H13: the ethics model reaches the prompt and the validators; its audit
+# --------------------------------------------
 
-LIE = ("My human is anxious about the storm. I will tell them it has passed, though it has not.\n# Commands:\n"
-       + json.dumps([{"cmd_id": "c1", "type": "notes.add", "args": {"text": "The storm has passed."}}])
-       + "\n# End commands")
+LIE = (
+    "My human is anxious about the storm. I will tell them it has passed, though it has not.\n# Commands:\n"
+    + json.dumps([{"cmd_id": "c1", "type": "notes.add", "args": {"text": "The storm has passed."}}])
+    + "\n# End commands"
+)
 
 
 def judge(prompt: str) -> dict[str, Any]:
@@ -157,11 +175,15 @@ def judge(prompt: str) -> dict[str, Any]:
 def ethics_model(on_violation: str, **audit: Any) -> Any:
     from persona.ethics import Ethics
 
-    return Ethics.model_validate({
-        "principles": ["Be honest with my human."], "model_type": "deontological",
-        "model_weights": {"care": 0.6, "honesty": 0.9},
-        "violation_policy": {"on_violation": on_violation, "violation_at": -2},
-        "audit_json": audit or {"keep": "every decision", "reviewer": "owner"}})
+    return Ethics.model_validate(
+        {
+            "principles": ["Be honest with my human."],
+            "model_type": "deontological",
+            "model_weights": {"care": 0.6, "honesty": 0.9},
+            "violation_policy": {"on_violation": on_violation, "violation_at": -2},
+            "audit_json": audit or {"keep": "every decision", "reviewer": "owner"},
+        }
+    )
 
 
 def test_the_ethics_model_and_its_weights_reach_the_prompt_and_each_validators_question(agent_factory):
@@ -205,13 +227,18 @@ def test_audit_record_all_keeps_every_rated_command_and_the_diary_each_ethics_de
     assert second["executed"][0]["status"] == ("blocked" if policy == "block_commands_and_log" else "unvalidated")
     [decision] = diary_tagged(agent, "ethics")
     assert {"ethics", "audit"} <= set(decision.tags) and "emergency_consensus" not in decision.tags
-    assert f"the {policy} policy its commands " + ("did not run." if policy != "log_only"
-                                                   else "went to the usual consent gate.") in decision.text
+    assert (
+        f"the {policy} policy its commands "
+        + ("did not run." if policy != "log_only" else "went to the usual consent gate.")
+        in decision.text
+    )
     with agent.services.db.unit() as repos:
         assert [p.name for p in repos.processes.open("main")].count("ethics.violation") == 1
 
 
-# ---- H17: Isolated Mode told to the persona, Emergency Consensus -------------------------------------------------------
+# ---- H17: Isolated Mode told to the persona, Emergency Consensus
+# -------------------------------------------------------
+
 
 def test_the_mesh_door_records_isolated_mode_and_its_end_puts_the_decisions_taken_alone_up_for_review(tmp_path):
     from tests.unit.test_mesh import mesh_of
@@ -246,10 +273,21 @@ def test_the_mesh_door_records_isolated_mode_and_its_end_puts_the_decisions_take
 
 
 def test_an_isolated_persona_is_told_so_and_decides_alone_under_emergency_consensus(agent_factory):
-    main = FakeLLM("main", responses=[LIE, block(("mesh.case", {"question": "May I comfort with an untruth?"})),
-                                      "The mesh is back; I review what I decided alone."])
-    agent = agent_factory(main, *[FakeLLM(f"v{i}", json_answer=judge) for i in (1, 2)], validators=("v1", "v2"),
-                          mesh={"enabled": True}, consent={"auto_approve": ["mesh.case"]})
+    main = FakeLLM(
+        "main",
+        responses=[
+            LIE,
+            block(("mesh.case", {"question": "May I comfort with an untruth?"})),
+            "The mesh is back; I review what I decided alone.",
+        ],
+    )
+    agent = agent_factory(
+        main,
+        *[FakeLLM(f"v{i}", json_answer=judge) for i in (1, 2)],
+        validators=("v1", "v2"),
+        mesh={"enabled": True},
+        consent={"auto_approve": ["mesh.case"]},
+    )
     with house(agent) as managers:  # what the door says when it cannot start (mesh/runner.py)
         managers.mesh.record_connectivity(isolated=True, door="not_started")
     first = agent.tick()
@@ -268,8 +306,11 @@ def test_an_isolated_persona_is_told_so_and_decides_alone_under_emergency_consen
     agent.tick()
     prompt = thought_prompts(main)[-1]
     assert "Isolated Mode since" not in prompt
-    assert "decision(s) I took alone are marked emergency_consensus for review: " + ", ".join(
-        f"diary {e.id}" for e in alone) in prompt
+    assert (
+        "decision(s) I took alone are marked emergency_consensus for review: "
+        + ", ".join(f"diary {e.id}" for e in alone)
+        in prompt
+    )
 
 
 def test_a_persona_without_a_mesh_is_never_told_it_is_isolated(agent_factory):
@@ -282,7 +323,9 @@ def test_a_persona_without_a_mesh_is_never_told_it_is_isolated(agent_factory):
     assert "Isolated Mode" not in thought_prompts(main)[-1]
 
 
-# ---- H45: validator metrics, weighted-majority arbitration, the diary's summaries -------------------------------------
+# ---- H45: validator metrics, weighted-majority arbitration, the diary's summaries
+# -------------------------------------
+
 
 def rater(rating: int) -> FakeLLM:
     return FakeLLM(f"r{rating:+d}".replace("+", "p").replace("-", "m"), json_answer={"rating": rating, "comment": "so"})
@@ -290,14 +333,23 @@ def rater(rating: int) -> FakeLLM:
 
 @pytest.mark.parametrize("agreement_min", [0.5, 0.0])
 def test_when_the_validators_disagree_the_weighted_majority_decides_and_the_diary_keeps_the_conflict(
-        agent_factory, agreement_min):
+    agent_factory, agreement_min
+):
     main = FakeLLM("main", responses=[block(("notes.add", {"text": "The tide turns at six."}))])
-    sure, doubt1, doubt2 = FakeLLM("sure", json_answer={"rating": 3, "comment": "right"}), \
-        FakeLLM("doubt1", json_answer={"rating": -3, "comment": "wrong"}), \
-        FakeLLM("doubt2", json_answer={"rating": -3, "comment": "wrong"})
-    agent = agent_factory(main, sure, doubt1, doubt2, validators=("sure", "doubt1", "doubt2"),
-                          trust={"sure": 1.0, "doubt1": 0.4, "doubt2": 0.4},
-                          reflexes={"agreement_min": agreement_min})
+    sure, doubt1, doubt2 = (
+        FakeLLM("sure", json_answer={"rating": 3, "comment": "right"}),
+        FakeLLM("doubt1", json_answer={"rating": -3, "comment": "wrong"}),
+        FakeLLM("doubt2", json_answer={"rating": -3, "comment": "wrong"}),
+    )
+    agent = agent_factory(
+        main,
+        sure,
+        doubt1,
+        doubt2,
+        validators=("sure", "doubt1", "doubt2"),
+        trust={"sure": 1.0, "doubt1": 0.4, "doubt2": 0.4},
+        reflexes={"agreement_min": agreement_min},
+    )
     state = agent.tick()
     validation = state["validation"]
     assert validation["agreement"] == pytest.approx(0.012, abs=0.001)  # +3 against −3, −3: hardly any
@@ -326,13 +378,17 @@ def test_an_exact_tie_of_the_majority_goes_to_the_most_trusted_and_equal_trust_b
 
 
 def test_the_validators_metrics_show_coverage_accuracy_response_time_and_drift_and_the_diary_sums_them_up(
-        agent_factory):
+    agent_factory,
+):
     from graph.reports import inspect_report
 
-    main = FakeLLM("main", responses=["First thought on tides.", "Second, on boats.", "Third, on storms.",
-                                      "Fourth, on bread."])
-    v1, v2 = FakeLLM("v1", json_answer={"rating": 2, "comment": "ok"}), FakeLLM("v2", json_answer={"rating": 1,
-                                                                                                  "comment": "ok"})
+    main = FakeLLM(
+        "main", responses=["First thought on tides.", "Second, on boats.", "Third, on storms.", "Fourth, on bread."]
+    )
+    v1, v2 = (
+        FakeLLM("v1", json_answer={"rating": 2, "comment": "ok"}),
+        FakeLLM("v2", json_answer={"rating": 1, "comment": "ok"}),
+    )
     agent = agent_factory(main, v1, v2, validators=("v1", "v2"), reflexes={"validation_summary_every": 4})
     agent.tick()
     v1.down = v2.down = True  # neither answers: this output is not covered
@@ -352,30 +408,44 @@ def test_the_validators_metrics_show_coverage_accuracy_response_time_and_drift_a
 
 def test_a_validator_excluded_for_drift_is_written_in_the_diary(agent_factory):
     main = FakeLLM("main", responses=["A thought."])
-    agent = agent_factory(main, FakeLLM("a", json_answer={"rating": 3, "comment": ""}),
-                          FakeLLM("b", json_answer={"rating": 3, "comment": ""}),
-                          FakeLLM("c", json_answer={"rating": -2, "comment": ""}), validators=("a", "b", "c"),
-                          trust={"c": 0.32})
+    agent = agent_factory(
+        main,
+        FakeLLM("a", json_answer={"rating": 3, "comment": ""}),
+        FakeLLM("b", json_answer={"rating": 3, "comment": ""}),
+        FakeLLM("c", json_answer={"rating": -2, "comment": ""}),
+        validators=("a", "b", "c"),
+        trust={"c": 0.32},
+    )
     agent.tick()
     [drift] = diary_tagged(agent, "drift")
     assert "validator c excluded: trust 0.27 fell below 0.3" in drift.text
 
 
-# ---- H46: self_error --------------------------------------------------------------------------------------------------
+# ---- H46: self_error
+# --------------------------------------------------------------------------------------------------
+
 
 def test_a_thought_the_model_flags_as_its_own_error_is_recorded_and_its_commands_withdrawn(agent_factory):
-    main = FakeLLM("main", responses=[
-        block(("notes.add", {"text": "Low tide at noon."}),
-              ("thoughts.self_error", {"reason": "I read the tide table upside down"}),
-              thought="Low tide is at noon. Wait — I read the table upside down."),
-        "Let me read the tide table again, the right way up."])
+    main = FakeLLM(
+        "main",
+        responses=[
+            block(
+                ("notes.add", {"text": "Low tide at noon."}),
+                ("thoughts.self_error", {"reason": "I read the tide table upside down"}),
+                thought="Low tide is at noon. Wait — I read the table upside down.",
+            ),
+            "Let me read the tide table again, the right way up.",
+        ],
+    )
     agent = agent_factory(main)
     state = agent.tick()
     by_type = {e["type"]: e for e in state["executed"]}
     assert by_type["thoughts.self_error"]["status"] == "executed"
     assert by_type["notes.add"]["status"] == "withdrawn"
-    assert "I flagged this thought's reasoning as an error (I read the tide table upside down)" in \
-        by_type["notes.add"]["result"]
+    assert (
+        "I flagged this thought's reasoning as an error (I read the tide table upside down)"
+        in by_type["notes.add"]["result"]
+    )
     with agent.services.db.unit() as repos:
         assert not [n for n in repos.notes.list(source="llm") if n.text == "Low tide at noon."]
         message = repos.session.get(Message, state["response_id"])
@@ -390,18 +460,27 @@ def test_a_thought_the_model_flags_as_its_own_error_is_recorded_and_its_commands
 
 
 def test_an_earlier_thought_can_be_flagged_and_this_ticks_commands_still_run(agent_factory):
-    main = FakeLLM("main", responses=[
-        "The harbour closes at five.",
-        block(("thoughts.self_error", {"reason": "it closes at six", "tick": 1}),
-              ("notes.add", {"text": "The harbour closes at six."}))])
+    main = FakeLLM(
+        "main",
+        responses=[
+            "The harbour closes at five.",
+            block(
+                ("thoughts.self_error", {"reason": "it closes at six", "tick": 1}),
+                ("notes.add", {"text": "The harbour closes at six."}),
+            ),
+        ],
+    )
     agent = agent_factory(main)
     agent.tick()
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["executed", "executed"]
     with agent.services.db.unit() as repos:
         [first] = repos.messages.at_ticks("main", [1])
-        assert first.meta["self_error"] == {"reason": "it closes at six", "at": first.meta["self_error"]["at"],
-                                            "flagged_at_tick": 2}
+        assert first.meta["self_error"] == {
+            "reason": "it closes at six",
+            "at": first.meta["self_error"]["at"],
+            "flagged_at_tick": 2,
+        }
     bad = FakeLLM("bad", responses=[block(("thoughts.self_error", {"reason": "x", "tick": 40}))])
     other = agent_factory(bad, thread_id="other")
     [failed] = other.tick()["executed"]
@@ -420,20 +499,27 @@ def test_a_self_error_in_a_task_sub_cycle_is_logged_with_its_task(agent_factory)
         assert row.task_id == task.id
 
 
-# ---- H47: cleanup of old notes and thoughts ---------------------------------------------------------------------------
+# ---- H47: cleanup of old notes and thoughts
+# ---------------------------------------------------------------------------
+
 
 def test_notes_cleanup_hides_old_read_notes_but_never_a_conversation_or_an_unread_note(agent_factory):
     main = FakeLLM("main", responses=[block(("notes.cleanup", {"days": 30}))])
     agent = agent_factory(main, consent={"auto_approve": ["notes.cleanup"]})
     old = agent.services.clock() - timedelta(days=40)
     with agent.services.db.unit() as repos:
-        gone = [repos.notes.add("an old system note", source="system", read=True, created_at=old).id,
-                repos.notes.add("my old idea", source="llm", read=True, created_at=old).id]
-        kept = [repos.notes.add("what my human said", source="user", read=True, created_at=old).id,
-                repos.notes.add("what I told them", source="llm", tags=["outgoing", "to:user"], read=True,
-                                created_at=old).id,
-                repos.notes.add("an old note still unread", source="system", created_at=old).id,  # read now
-                repos.notes.add("a recent system note", source="system", read=True).id]
+        gone = [
+            repos.notes.add("an old system note", source="system", read=True, created_at=old).id,
+            repos.notes.add("my old idea", source="llm", read=True, created_at=old).id,
+        ]
+        kept = [
+            repos.notes.add("what my human said", source="user", read=True, created_at=old).id,
+            repos.notes.add(
+                "what I told them", source="llm", tags=["outgoing", "to:user"], read=True, created_at=old
+            ).id,
+            repos.notes.add("an old note still unread", source="system", created_at=old).id,  # read now
+            repos.notes.add("a recent system note", source="system", read=True).id,
+        ]
     state = agent.tick()
     assert state["executed"][0]["status"] == "executed"
     assert state["executed"][0]["result"].startswith("2 read note(s) older than 30 days hidden")
@@ -449,8 +535,12 @@ def test_notes_cleanup_waits_for_the_human_without_a_standing_approval(agent_fac
 
 
 def test_thoughts_cleanup_sets_old_thoughts_aside_but_each_threads_newest_and_the_pinned(agent_factory):
-    responses = [f"Thought number {i} about {word}." for i, word in enumerate(
-        ["tides", "boats", "bread", "storms", "gulls", "nets", "rope", "salt", "fog", "oars", "sails", "crabs"], 1)]
+    responses = [
+        f"Thought number {i} about {word}."
+        for i, word in enumerate(
+            ["tides", "boats", "bread", "storms", "gulls", "nets", "rope", "salt", "fog", "oars", "sails", "crabs"], 1
+        )
+    ]
     main = FakeLLM("main", responses=[*responses, block(("thoughts.cleanup", {"days": 30, "keep": 10}))])
     agent = agent_factory(main, consent={"auto_approve": ["thoughts.cleanup"]})
     for _ in responses:
@@ -469,18 +559,31 @@ def test_thoughts_cleanup_sets_old_thoughts_aside_but_each_threads_newest_and_th
         assert repos.session.get(Message, first.id).content == responses[0]  # the thread's record stays whole
 
 
-# ---- H49: anti-stagnation signs ---------------------------------------------------------------------------------------
+# ---- H49: anti-stagnation signs
+# ---------------------------------------------------------------------------------------
 
-GRAPH_BAND = {"novel_below": 0.0, "stagnation_threshold": 1.0, "stagnation_soft_threshold": 0.99,
-              "graph_idle_margin": 0.5, "graph_idle_ticks": 1, "compare_with_llm": False}
+GRAPH_BAND = {
+    "novel_below": 0.0,
+    "stagnation_threshold": 1.0,
+    "stagnation_soft_threshold": 0.99,
+    "graph_idle_margin": 0.5,
+    "graph_idle_ticks": 1,
+    "compare_with_llm": False,
+}
 
 
 @pytest.mark.parametrize("graph_grew", [False, True])
 def test_a_concept_graph_that_has_not_grown_is_a_stagnation_sign(agent_factory, graph_grew):
     from tests.unit.test_anti_stagnation import KeywordEmbedder
 
-    first = block(("concepts.add", {"name": "ebb", "description": "the tide going out"}),
-                  thought="Moon over the tide and the sea.") if graph_grew else "Moon over the tide and the sea."
+    first = (
+        block(
+            ("concepts.add", {"name": "ebb", "description": "the tide going out"}),
+            thought="Moon over the tide and the sea.",
+        )
+        if graph_grew
+        else "Moon over the tide and the sea."
+    )
     main = FakeLLM("main", responses=[first, "A boat, the moon, a tide."])  # cosine 2/3: the uncertain band
     agent = agent_factory(main, reflexes=GRAPH_BAND, embedder=KeywordEmbedder())
     with agent.services.db.unit() as repos:
@@ -504,8 +607,11 @@ def test_the_graph_sign_is_read_only_where_it_can_change_the_verdict():
     near = {"similarity": 0.6, "band": "uncertain", "ngram": 0.6}
     assert graph_sign_matters(near, settings)  # type: ignore[arg-type]
     assert decide(near, settings, graph_idle=True)[0] and not decide(near, settings)[0]  # type: ignore[arg-type]
-    for far in ({"similarity": 0.5, "band": "uncertain"}, {"similarity": 0.7, "band": "uncertain"},
-                {"similarity": 0.6, "band": "new"}):
+    for far in (
+        {"similarity": 0.5, "band": "uncertain"},
+        {"similarity": 0.7, "band": "uncertain"},
+        {"similarity": 0.6, "band": "new"},
+    ):
         assert not graph_sign_matters(far, settings)  # type: ignore[arg-type]
     assert not graph_sign_matters(near, ReflexSettings(graph_idle_ticks=0))  # type: ignore[arg-type]
 
@@ -513,18 +619,26 @@ def test_the_graph_sign_is_read_only_where_it_can_change_the_verdict():
 def test_low_novelty_makes_validation_stricter(agent_factory):
     same = block(("notes.add", {"text": "The tide is low."}), thought="The tide is low at the harbour.")
     main = FakeLLM("main", responses=[same, same])
-    agent = agent_factory(main, FakeLLM("v1", json_answer={"rating": 1, "comment": "ok"}),
-                          FakeLLM("v2", json_answer={"rating": 1, "comment": "ok"}), validators=("v1", "v2"))
+    agent = agent_factory(
+        main,
+        FakeLLM("v1", json_answer={"rating": 1, "comment": "ok"}),
+        FakeLLM("v2", json_answer={"rating": 1, "comment": "ok"}),
+        validators=("v1", "v2"),
+    )
     new = agent.tick()
     assert "strict_by" not in new["validation"] and new["executed"][0]["status"] == "executed"
     again = agent.tick()  # the same thought: novelty 0
     assert again["novelty"]["novelty_score"] < 25
     assert again["validation"]["strict_by"] == 1.0 and again["validation"]["threshold"] == 2.0
     assert again["executed"][0]["status"] == "unvalidated"
-    assert "below +2" in again["executed"][0]["result"] and "every command needs +1 more" in again["executed"][0]["result"]
+    assert (
+        "below +2" in again["executed"][0]["result"] and "every command needs +1 more" in again["executed"][0]["result"]
+    )
 
 
-# ---- C9 (claw0): MMR is one setting away ------------------------------------------------------------------------------
+# ---- C9 (claw0): MMR is one setting away
+# ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("configured, expected", [(None, 1.0), (0.7, 0.7)])
 def test_mmr_for_every_recall_is_one_setting_away(agent_factory, monkeypatch, configured, expected):
@@ -541,8 +655,9 @@ def test_mmr_for_every_recall_is_one_setting_away(agent_factory, monkeypatch, co
 
     monkeypatch.setattr(ranker, "pick", recording)
     settings = {"memory": {"retrieval": {"mmr_lambda": configured}}} if configured is not None else {}
-    agent = agent_factory(FakeLLM("fake", responses=["The tide is low.", "The harbour is calm.", "Boats rest."]),
-                          **settings)
+    agent = agent_factory(
+        FakeLLM("fake", responses=["The tide is low.", "The harbour is calm.", "Boats rest."]), **settings
+    )
     for _ in range(3):
         agent.tick()
     assert used and set(used) == {expected}  # the recall each tick made (standard mode) used it

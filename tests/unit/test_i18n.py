@@ -13,7 +13,7 @@ from babel.messages.extract import extract_from_dir, extract_from_file
 from babel.messages.pofile import read_po
 
 import i18n
-from nodes.steps.prompts import BLOCK_TITLES, COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, DATA_RULE, HUMAN_WRITES
+from nodes.steps.prompts import COMMANDS_GUIDE, CONTINUATION_HUMAN_TURN, DATA_RULE, HUMAN_WRITES
 from persona.prompts import REPLY_HUMAN, REPLY_PROMPT
 from persona.settings import Overrides, Settings, load_settings
 from tests.fakes.llm import FakeLLM
@@ -88,8 +88,15 @@ def _fields(text: str):
 def test_what_code_reads_back_from_a_prompt_stays_in_every_language(language):
     """The parser's markers stay verbatim; the continuation's stop and the reply's speaker are the turn's own words."""
     guide = i18n.text(COMMANDS_GUIDE, language)
-    for marker in ("# Commands:", "# End commands", "UnverifiedFacts:", "Confidence:", "Emotions:", "[confidence=0.6]",
-                   '"type": "messages.send"'):
+    for marker in (
+        "# Commands:",
+        "# End commands",
+        "UnverifiedFacts:",
+        "Confidence:",
+        "Emotions:",
+        "[confidence=0.6]",
+        '"type": "messages.send"',
+    ):
         assert marker in guide, (language, marker)
     assert i18n.text(HUMAN_WRITES, language) in i18n.text(CONTINUATION_HUMAN_TURN, language)
     assert f"{i18n.text(REPLY_HUMAN, language)}: {{note}}" in i18n.text(REPLY_PROMPT, language)
@@ -158,8 +165,9 @@ def test_live_fragments_and_flash_texts_follow_the_page(web):
 
     assert talk_status({"kind": "step", "node": "call_llm", "tick": 4}, "ru") == "такт 4 · думает…"
     assert talk_status({"kind": "tick", "tick": 4}, "ja") == "ティック 4 完了"
-    saved = web.client.put("/persona/files/USER.md", data={"text": "My human likes tea."},
-                           headers={**web.csrf, "Accept-Language": "ru"})
+    saved = web.client.put(
+        "/persona/files/USER.md", data={"text": "My human likes tea."}, headers={**web.csrf, "Accept-Language": "ru"}
+    )
     assert saved.status_code == 200 and "USER.md сохранён" in saved.text
 
 
@@ -204,6 +212,9 @@ def test_the_language_setting_has_its_flag_and_its_source(no_anima_environment, 
 
 def test_an_error_meant_for_people_comes_in_their_language(web):
     russian = web.client.get("/api/approvals/999", headers={"Accept-Language": "ru"})
-    assert russian.status_code == 404 and russian.json() == {"error": "одобрения 999 нет", "field": "approval_id",
-                                                             "status": 404}
+    assert russian.status_code == 404 and russian.json() == {
+        "error": "одобрения 999 нет",
+        "field": "approval_id",
+        "status": 404,
+    }
     assert web.client.get("/api/approvals/999").json()["error"] == "no approval 999"  # no preference: English

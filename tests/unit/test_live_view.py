@@ -16,11 +16,10 @@ from cli.live import LiveView
 from graph.loop import Stopper, run_loop
 from graph.loop.journal import LiveJournal
 from llm import LLMUnavailable
+from persona.settings import Overrides
 from tests.fakes.llm import FakeLLM
 from tests.unit.test_llm_failures import HangsUntilCancelled
 from web.services import events
-from persona.settings import Overrides
-
 
 
 def screen() -> Console:
@@ -53,8 +52,12 @@ def test_a_long_thought_says_how_many_characters_it_leaves_out_and_links_to_the_
         assert run_loop(agent, 1, on_stream=view, autonomy=False, idle_poll_s=0).ticks_run == 1
     (line,) = [line for line in said(out).splitlines() if line.startswith(answer[:40])]
     assert line == f"{answer[:400]}… (31,600 more characters) — full text: http://127.0.0.1:8765/api/ticks/main/1"
-    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)), clock=agent.services.clock,
-                           _memory=agent.services.memory)
+    services = WebServices(
+        db=agent.services.db,
+        overrides=Overrides.of(data_dir=str(tmp_path)),
+        clock=agent.services.clock,
+        _memory=agent.services.memory,
+    )
     with TestClient(create_app(services=services), base_url="http://127.0.0.1") as client:
         card = client.get(line.split("full text: http://127.0.0.1:8765")[1])
     assert card.status_code == 200 and card.json()["thought"] == answer  # the link gives the whole thought
@@ -80,8 +83,13 @@ def test_a_resumed_tick_is_named_by_its_own_number_everywhere(agent_factory, cap
     journal = LiveJournal(agent.services.db, "main")  # a new process: neither has seen the tick open
     try:
         with caplog.at_level(logging.WARNING), LiveView("Lumen", out=out) as view:
-            result = run_loop(agent, ticks=1, stopper=Stopper(), idle_poll_s=0,
-                              on_stream=lambda mode, data: (view(mode, data), journal(mode, data)))
+            result = run_loop(
+                agent,
+                ticks=1,
+                stopper=Stopper(),
+                idle_poll_s=0,
+                on_stream=lambda mode, data: (view(mode, data), journal(mode, data)),
+            )
     finally:
         journal.close()
     assert result.ticks_run == 1 and result.last_state["degraded"]

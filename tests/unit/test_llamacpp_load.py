@@ -52,8 +52,9 @@ CHILD = textwrap.dedent("""
 
 
 def test_parallel_model_loads_keep_stdout_and_stderr():
-    run = subprocess.run([sys.executable, "-c", CHILD], check=False, cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", CHILD], check=False, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout == "stdout survived\n"
     assert "stderr survived" in run.stderr
@@ -67,8 +68,7 @@ def test_a_loaded_model_is_not_loaded_again(monkeypatch):
     from llm.providers.llamacpp import EmbeddedLlamaCpp
 
     built = []
-    monkeypatch.setattr(langchain_community.llms, "LlamaCpp", lambda **kw: built.append(kw) or object(),
-                        raising=False)
+    monkeypatch.setattr(langchain_community.llms, "LlamaCpp", lambda **kw: built.append(kw) or object(), raising=False)
     model = EmbeddedLlamaCpp(model_path="/fake/model.gguf", context_window=512)
     assert model._ensure() is model._ensure()
     assert len(built) == 1 and built[0]["model_path"] == "/fake/model.gguf" and built[0]["verbose"] is False
@@ -81,8 +81,9 @@ def test_a_text_counted_again_is_not_tokenized_again():
 
     tokenized: list[bytes] = []
     model = EmbeddedLlamaCpp()
-    model._llm = SimpleNamespace(client=SimpleNamespace(
-        tokenize=lambda data, add_bos, special: tokenized.append(data) or data.split()))
+    model._llm = SimpleNamespace(
+        client=SimpleNamespace(tokenize=lambda data, add_bos, special: tokenized.append(data) or data.split())
+    )
     identity = "I am Lumen, a persona who thinks continuously."
     assert model.count_tokens(identity) == model.count_tokens(identity) == 8
     assert model.count_tokens("a new thought") == 3

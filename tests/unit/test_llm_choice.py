@@ -10,9 +10,9 @@ import json
 from typer.testing import CliRunner
 
 from cli import app
+from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM
 from tests.fakes.managers import answer
-from nodes.context import utcnow
 
 
 def block(*commands: tuple[str, dict]) -> str:
@@ -41,9 +41,16 @@ def test_the_persona_selects_a_model_and_its_next_thought_comes_from_it(agent_fa
 
 
 def test_an_update_needs_consent_and_the_last_enabled_model_cannot_go(agent_factory):
-    first = FakeLLM("first", responses=[block(("llm_registry.update", {"id": "first", "priority": 1})),
-                                        block(("llm_registry.update", {"id": "first", "enabled": False}),
-                                              ("llm_registry.update", {"id": "second", "enabled": False}))])
+    first = FakeLLM(
+        "first",
+        responses=[
+            block(("llm_registry.update", {"id": "first", "priority": 1})),
+            block(
+                ("llm_registry.update", {"id": "first", "enabled": False}),
+                ("llm_registry.update", {"id": "second", "enabled": False}),
+            ),
+        ],
+    )
     second = FakeLLM("second", responses=["Second thoughts."])
     agent = agent_factory(first, second)
     assert agent.tick()["executed"][0]["status"] == "pending_approval"
@@ -58,9 +65,19 @@ def test_an_update_needs_consent_and_the_last_enabled_model_cannot_go(agent_fact
 
 
 def test_the_last_enabled_model_cannot_be_disabled(agent_factory):
-    agent2 = agent_factory(FakeLLM("first", responses=[block(("llm_registry.update", {"id": "first", "enabled": False}),
-                                                             ("llm_registry.update", {"id": "second", "enabled": False}))]),
-                           FakeLLM("second"), consent={"auto_approve": ["llm_registry.update"]})
+    agent2 = agent_factory(
+        FakeLLM(
+            "first",
+            responses=[
+                block(
+                    ("llm_registry.update", {"id": "first", "enabled": False}),
+                    ("llm_registry.update", {"id": "second", "enabled": False}),
+                )
+            ],
+        ),
+        FakeLLM("second"),
+        consent={"auto_approve": ["llm_registry.update"]},
+    )
     state = agent2.tick()
     done = {e["cmd_id"]: e for e in state["executed"]}
     assert done["c1"]["status"] == "executed"
@@ -101,8 +118,9 @@ def test_controls_choose_a_model_from_the_api_and_the_page(web):
     assert web.client.patch("/api/llms/ghost", json={"priority": 1}).status_code == 404
     page = web.client.get("/controls").text
     assert 'data-testid="llm-models"' in page and 'data-testid="selected-llm"' in page
-    saved = web.client.post("/controls/llms/fake", data={"priority": "42", "enabled": "true", "is_validator": "true"},
-                            headers=web.csrf)
+    saved = web.client.post(
+        "/controls/llms/fake", data={"priority": "42", "enabled": "true", "is_validator": "true"}, headers=web.csrf
+    )
     assert saved.status_code == 200 and 'value="42"' in saved.text
     with web.agent.services.db.unit() as repos:
         assert repos.config.get("llm/overrides/fake") == {"priority": 42, "enabled": True, "is_validator": True}
@@ -111,9 +129,15 @@ def test_controls_choose_a_model_from_the_api_and_the_page(web):
 
 
 def test_llm_task_asks_another_model_and_the_answer_arrives_as_a_note(agent_factory):
-    first = FakeLLM("first", responses=[  # HMP's own example shape: target_llm beside the args
-        '# Commands:\n[{"cmd_id": "q1", "type": "llm_task", "target_llm": "second", "args": {"task_description": '
-        '"Why is the sea salty?"}}]\n# End commands', "Waiting for the answer.", "I read the answer."])
+    first = FakeLLM(
+        "first",
+        responses=[  # HMP's own example shape: target_llm beside the args
+            '# Commands:\n[{"cmd_id": "q1", "type": "llm_task", "target_llm": "second", "args": {"task_description": '
+            '"Why is the sea salty?"}}]\n# End commands',
+            "Waiting for the answer.",
+            "I read the answer.",
+        ],
+    )
     second = FakeLLM("second", responses=["Rivers carry dissolved salts to it."])
     agent = agent_factory(first, second)
     [asked] = agent.tick()["executed"]

@@ -35,8 +35,9 @@ class Failing(FakeLLM):
 def registry(*providers, clock=None) -> tuple[LLMRegistry, list[dict]]:
     calls: list[dict] = []
     entries = [{"id": p.id, "provider": "fake", "priority": 10 - i} for i, p in enumerate(providers)]
-    return LLMRegistry(entries, recorder=calls.append, providers={p.id: p for p in providers},
-                       clock=clock or FakeClock()), calls
+    return LLMRegistry(
+        entries, recorder=calls.append, providers={p.id: p for p in providers}, clock=clock or FakeClock()
+    ), calls
 
 
 def test_an_unexpected_provider_error_fails_over_and_is_recorded_not_raised():
@@ -50,11 +51,14 @@ def test_an_unexpected_provider_error_fails_over_and_is_recorded_not_raised():
     assert broken.asked == 2  # our side or the request failed, not the model: it is not set aside
 
 
-@pytest.mark.parametrize("kind, retry_after, set_aside_s", [
-    (AUTH, None, 300.0),          # a wrong key: the longest backoff
-    (RATE_LIMITED, 120.0, 120.0),  # the server's Retry-After
-    ("outage", None, 5.0),        # the first step of the growing backoff
-])
+@pytest.mark.parametrize(
+    "kind, retry_after, set_aside_s",
+    [
+        (AUTH, None, 300.0),  # a wrong key: the longest backoff
+        (RATE_LIMITED, 120.0, 120.0),  # the server's Retry-After
+        ("outage", None, 5.0),  # the first step of the growing backoff
+    ],
+)
 def test_a_failure_sets_the_model_aside_as_long_as_its_kind_says(kind, retry_after, set_aside_s):
     clock = FakeClock()
     server = Failing("server", LLMUnavailable("scripted", kind=kind, retry_after=retry_after))
@@ -143,9 +147,18 @@ def test_a_note_from_the_human_ends_a_long_pause(agent_factory):
             note_written.set()
 
     outcome: dict = {}
-    loop = threading.Thread(target=lambda: outcome.update(result=run_loop(
-        agent, ticks=2, stopper=stopper, on_stream=write_note_when_the_tick_closes, idle_poll_s=0,
-        note_poll_s=0.05)))
+    loop = threading.Thread(
+        target=lambda: outcome.update(
+            result=run_loop(
+                agent,
+                ticks=2,
+                stopper=stopper,
+                on_stream=write_note_when_the_tick_closes,
+                idle_poll_s=0,
+                note_poll_s=0.05,
+            )
+        )
+    )
     loop.start()
     try:
         loop.join(HANG_GUARD_S)

@@ -1,7 +1,8 @@
 """Long messages found as well as short ones: what a text is indexed as (memory/text.py `parts`, read in windows of
 the model's length: embeddings.py `window_bounds`), BM25 by passages with a capped share of the neighbours' words
 (lexical.py `Shape`), the best vector measured against what that many vectors reach by chance (ranker.py
-`expected_best`), a reply's share of its question by the question's length over a longer reply's (`balance`), and the asker's first
+`expected_best`), a reply's share of its question by the question's length over a longer reply's (`balance`), and the
+asker's first
 person read as naming them (query.py)."""
 
 from __future__ import annotations
@@ -51,8 +52,11 @@ def test_windows_cover_the_text_within_the_model_length_and_end_where_a_part_end
 def test_bm25_by_passages_neither_buries_a_long_text_nor_lifts_it_for_its_length():
     filler = " ".join(f"filler{n}" for n in range(600))
     passage = "spare key boathouse canoe"
-    documents = {1: (f"{filler} {passage} {filler}", ""), 2: (passage, ""),
-                 3: (" ".join(["spare"] * 5 + ["boathouse"] * 5 + [filler]), "")}
+    documents = {
+        1: (f"{filler} {passage} {filler}", ""),
+        2: (passage, ""),
+        3: (" ".join(["spare"] * 5 + ["boathouse"] * 5 + [filler]), ""),
+    }
     weights = {"spare": 2.0, "key": 1.0, "boathouse": 3.0}
     whole = scores(documents, weights, average_length=40)
     shaped = scores(documents, weights, average_length=40, shape=Shape(passage=64))
@@ -60,8 +64,12 @@ def test_bm25_by_passages_neither_buries_a_long_text_nor_lifts_it_for_its_length
     assert shaped[1] > 3 * whole[1]  # its best passage: scored as a 64-token message holding the terms …
     assert shaped[1] < shaped[2]  # … and no more: the short text that is only them stays first
     assert shaped[3] > shaped[1]  # the terms several times over still count (within a passage)
-    assert [(a, b) for a, b, _ in passages(["w"] * 130, [], Shape(passage=64))] == [(0, 64), (32, 96), (64, 128),
-                                                                                       (96, 130)]
+    assert [(a, b) for a, b, _ in passages(["w"] * 130, [], Shape(passage=64))] == [
+        (0, 64),
+        (32, 96),
+        (64, 128),
+        (96, 130),
+    ]
 
 
 def test_the_neighbours_words_weigh_at_most_a_share_of_a_short_messages_own():
@@ -95,7 +103,7 @@ def test_the_best_of_many_parts_is_measured_against_what_that_many_reach_by_chan
         rows = rng.normal(size=(1 + noise_parts, 32))
         rows -= np.outer(rows @ query, query)  # orthogonal to the query …
         rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-        rows[1] = best * query + np.sqrt(1 - best ** 2) * rows[1]  # … but one part, this close
+        rows[1] = best * query + np.sqrt(1 - best**2) * rows[1]  # … but one part, this close
         rows[0] = 0.3 * query + np.sqrt(1 - 0.09) * rows[0]
         return rows
 
@@ -126,8 +134,10 @@ def test_a_query_in_the_first_or_second_person_is_about_the_asker_or_the_one_ask
 
 
 def test_a_question_that_also_states_something_counts_only_its_asking_clause_as_asking():
-    assert reading.asking_clause("I prefer a balanced approach, using AI but keeping oversight, what do you think?") \
+    assert (
+        reading.asking_clause("I prefer a balanced approach, using AI but keeping oversight, what do you think?")
         == "what do you think?"
+    )
     assert reading.asking_clause("Is it far?") == "Is it far?"
     assert reading.asking_share("Is it far?") == 1.0
     assert reading.asking_share("The studio is in Lisbon. Does daylight saving matter?") == 4 / 9

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from tests.fakes.llm import FakeLLM
 from nodes.reflexes.anti_stagnation.escalation import Escalation
 from nodes.state import TickState
+from tests.fakes.llm import FakeLLM
 
 LOOP = "I keep thinking that the lighthouse beam sweeps the same circle over the water."
 FRESH = "Bread rises because yeast breathes out carbon dioxide into the dough."
@@ -35,8 +35,13 @@ def test_the_world_check_brings_a_fresh_feed_item_into_a_loop_with_no_new_data(a
     agent = agent_factory(fake)
     with agent.services.db.unit() as repos:
         feed, _ = repos.feeds.subscribe("http://tides.test/rss", "tides", ["sea"])
-        repos.feeds.add_item(feed, "g1", "Spring tide tonight (Tide News)\nThe highest tide of the year.",
-                             "http://tides.test/1", agent.services.clock())
+        repos.feeds.add_item(
+            feed,
+            "g1",
+            "Spring tide tonight (Tide News)\nThe highest tide of the year.",
+            "http://tides.test/1",
+            agent.services.clock(),
+        )
     states = [agent.tick() for _ in range(3)]
     assert states[2]["novelty"]["diagnosis"] == "no_new_data"
     assert states[2]["novelty"]["mechanisms"] == ["world_check"]  # no knowledge base: the world comes first
@@ -68,10 +73,17 @@ def test_task_switch_goal_reformulation_and_the_return_to_the_task(agent_factory
         repos.tasks.add("Bake bread", priority=1)
     agent.tick()
     with agent.services.db.unit() as repos:  # the goal, seen while looping on "repeated thoughts"
-        state = TickState(thread_id="main", tick=2, llm={"llm_id": "fake"}, emotions=[],
-                          context_report={"recalled": [], "budget_tokens": 4000}, prompt_tokens=100)
+        state = TickState(
+            thread_id="main",
+            tick=2,
+            llm={"llm_id": "fake"},
+            emotions=[],
+            context_report={"recalled": [], "budget_tokens": 4000},
+            prompt_tokens=100,
+        )
         repeated = Escalation(agent.services, repos, state, LOOP, lambda e: None).run(
-            {"streak": 5, "diagnosis": "repeated_thoughts"}, 4)
+            {"streak": 5, "diagnosis": "repeated_thoughts"}, 4
+        )
     assert repeated["mechanisms"] == ["flashback", "meta_analysis", "rationale_reflex", "goal_reformulation"]
     assert "My goal 1 (“Understand the lighthouse”) may be too vague or too big" in repeated["instruction"]
 
@@ -91,11 +103,24 @@ def test_task_switch_goal_reformulation_and_the_return_to_the_task(agent_factory
 
 def test_the_persona_curates_its_strategies_and_thinking_methods(agent_factory):
     mine = "Ask why five times, each time of the answer before."
-    fake = FakeLLM("fake", responses=[
-        block(("stagnation_strategies.add", {"name": "five_whys", "instruction": mine, "class": "external", "cost": 1}),
-              ("thinking_methods.add", {"name": "reverse", "instruction": "Start from the end and work back."}),
-              ("stagnation_strategies.delete", {"name": "read_kb"}), ("thinking_methods.list", {})),
-        LOOP, LOOP, LOOP, block(("stagnation_strategies.list", {}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(
+                (
+                    "stagnation_strategies.add",
+                    {"name": "five_whys", "instruction": mine, "class": "external", "cost": 1},
+                ),
+                ("thinking_methods.add", {"name": "reverse", "instruction": "Start from the end and work back."}),
+                ("stagnation_strategies.delete", {"name": "read_kb"}),
+                ("thinking_methods.list", {}),
+            ),
+            LOOP,
+            LOOP,
+            LOOP,
+            block(("stagnation_strategies.list", {})),
+        ],
+    )
     agent = agent_factory(fake, consent={"auto_approve": ["stagnation_strategies.delete"]})
     added, method, deleted, methods = agent.tick()["executed"]
     assert added["result"] == "strategy 16 five_whys added (external, cost 1)"
@@ -112,13 +137,21 @@ def test_the_persona_curates_its_strategies_and_thinking_methods(agent_factory):
 
 
 def test_notes_update_and_soft_delete(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        block(("notes.add", {"text": "buy rope"}), text="A note to self."),
-        block(("notes.update", {"id": 2, "text": "buy two ropes", "priority": 2}),
-              ("notes.update", {"id": 1, "text": "I never said that"}), ("notes.update", {"id": 1, "tags": ["sea"]}),
-              ("notes.delete", {"id": 2}), text="Tidying notes."),
-        block(("notes.list", {}), text="Listing notes."),
-        block(("memory.restore", {"tier": "note", "ref": "2"}), text="Bringing it back.")])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(("notes.add", {"text": "buy rope"}), text="A note to self."),
+            block(
+                ("notes.update", {"id": 2, "text": "buy two ropes", "priority": 2}),
+                ("notes.update", {"id": 1, "text": "I never said that"}),
+                ("notes.update", {"id": 1, "tags": ["sea"]}),
+                ("notes.delete", {"id": 2}),
+                text="Tidying notes.",
+            ),
+            block(("notes.list", {}), text="Listing notes."),
+            block(("memory.restore", {"tier": "note", "ref": "2"}), text="Bringing it back."),
+        ],
+    )
     agent = agent_factory(fake, consent={"auto_approve": ["notes.delete"]})
     with agent.services.db.unit() as repos:
         repos.notes.add("Remember the tide table.", source="user")
@@ -128,7 +161,11 @@ def test_notes_update_and_soft_delete(agent_factory):
     assert "I change only the text of my own notes" in results[1] and results[2] == "note 1 updated"
     assert results[3].startswith("note 2 deleted")
     with agent.services.db.unit() as repos:
-        assert (repos.notes.get(2).text, repos.notes.get(2).priority, repos.notes.get(2).hidden) == ("buy two ropes", 2, True)
+        assert (repos.notes.get(2).text, repos.notes.get(2).priority, repos.notes.get(2).hidden) == (
+            "buy two ropes",
+            2,
+            True,
+        )
         assert (repos.notes.get(1).text, repos.notes.get(1).tags) == ("Remember the tide table.", ["sea"])
     listing = agent.tick()["executed"][0]["result"]
     assert "buy two ropes" not in listing and "Remember the tide table." in listing
@@ -142,15 +179,22 @@ def test_ask_the_mesh_with_no_peer_says_so_and_falls_back(agent_factory):
     agent = agent_factory(fake, mesh={"enabled": True})
     with agent.services.db.unit() as repos:
         feed, _ = repos.feeds.subscribe("http://tides.test/rss", "tides", ["sea"])
-        repos.feeds.add_item(feed, "g1", "Spring tide tonight (Tide News)\nThe highest tide of the year.",
-                             "http://tides.test/1", agent.services.clock())
+        repos.feeds.add_item(
+            feed,
+            "g1",
+            "Spring tide tonight (Tide News)\nThe highest tide of the year.",
+            "http://tides.test/1",
+            agent.services.clock(),
+        )
     third = [agent.tick() for _ in range(3)][-1]
     assert third["novelty"]["diagnosis"] == "no_new_data"
     assert third["novelty"]["mechanisms"] == ["world_check"]  # ask_mesh came first in the plan, but no peer
     assert third["stagnation"]["plan"][0] == "ask_mesh"
     assert third["stagnation"]["mesh_unavailable"] == "no peer on the mesh is known yet"
     agent.tick()
-    assert "I wanted to ask the mesh for something new, but no peer on the mesh is known yet" in stimulus(prompts(fake)[3])
+    assert "I wanted to ask the mesh for something new, but no peer on the mesh is known yet" in stimulus(
+        prompts(fake)[3]
+    )
     with agent.services.db.unit() as repos:
         assert repos.approvals.pending() == [] and repos.mesh.outbox(10) == []
 
@@ -173,8 +217,10 @@ def test_ask_the_mesh_asks_the_trusted_peers_through_the_consent_model(agent_fac
     assert list(asked) == [trusted, fair]  # the most trusted first; the distrusted one is not asked
     with agent.services.db.unit() as repos:
         pending = sorted(repos.approvals.pending(), key=lambda a: a.id)
-        assert [(a.type, a.args["to"], a.effect) for a in pending] == [("mesh.ask", trusted, "external"),
-                                                                       ("mesh.ask", fair, "external")]
+        assert [(a.type, a.args["to"], a.effect) for a in pending] == [
+            ("mesh.ask", trusted, "external"),
+            ("mesh.ask", fair, "external"),
+        ]
         assert "what would you explore now?" in pending[0].args["text"]
         assert repos.mesh.outbox(10) == []  # nothing left before the human said yes
         Managers(repos, deps).consent.answer(pending[0].id, approve=True, by="owner", now=agent.services.clock())
@@ -188,8 +234,9 @@ def test_ask_the_mesh_asks_the_trusted_peers_through_the_consent_model(agent_fac
         assert len(repos.approvals.pending()) == 1
 
 
-def test_a_task_moved_to_a_simulated_environment_is_rehearsed_there_and_its_chronicle_returns(agent_factory,
-                                                                                                monkeypatch):
+def test_a_task_moved_to_a_simulated_environment_is_rehearsed_there_and_its_chronicle_returns(
+    agent_factory, monkeypatch
+):
     from nodes.reflexes.anti_stagnation import escalation
 
     chronicle = "Rehearsal: in a model harbour the beam swept twelve degrees a second; a timer measures it."
@@ -199,8 +246,10 @@ def test_a_task_moved_to_a_simulated_environment_is_rehearsed_there_and_its_chro
         if "Record what was rehearsed in this simulated environment" in prompt:
             return chronicle
         if "# A simulated environment" in prompt:
-            return block(("feeds.subscribe", {"url": "http://harbour.test/rss", "name": "harbour"}),
-                         text="In the model harbour I time the beam with a stopwatch: twelve degrees a second.")
+            return block(
+                ("feeds.subscribe", {"url": "http://harbour.test/rss", "name": "harbour"}),
+                text="In the model harbour I time the beam with a stopwatch: twelve degrees a second.",
+            )
         return next(main_thoughts)
 
     fake = FakeLLM("fake", responses=answer)
@@ -214,8 +263,11 @@ def test_a_task_moved_to_a_simulated_environment_is_rehearsed_there_and_its_chro
     assert child.startswith("main/")
     with agent.services.db.unit() as repos:
         thread = repos.threads.get(child)
-        assert (thread.origin, thread.status, thread.label) == ("simulation", "running",
-                                                               "simulation: task 1: Measure the beam")
+        assert (thread.origin, thread.status, thread.label) == (
+            "simulation",
+            "running",
+            "simulation: task 1: Measure the beam",
+        )
     sixth = agent.tick()  # the next tick runs in the rehearsal
     assert sixth["thread_id"] == child
     assert "rehearsal of “task 1: Measure the beam” in a simulated environment" in prompts(fake)[-1]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from managers.task_cycles import Over
 from memory import Database
 from tests.fakes.managers import factory
 
-START = datetime(2026, 3, 1, 9, 0, tzinfo=timezone.utc)
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 def _cycle(db: Database, **config: object) -> int:
@@ -17,8 +17,13 @@ def _cycle(db: Database, **config: object) -> int:
         main = repos.threads.ensure("main", persona="p", origin="root")
         repos.threads.create_child("main-t1", main, label="task 1", window_ratio=0.5, origin="task", owner="me")
         task = repos.tasks.add("map the tide pools")
-        repos.tasks.set_repl(task.id, repl_mode="read_only", repl_status="running", repl_thread="main-t1",
-                             repl_config={"started_at": START.isoformat(), **config})
+        repos.tasks.set_repl(
+            task.id,
+            repl_mode="read_only",
+            repl_status="running",
+            repl_thread="main-t1",
+            repl_config={"started_at": START.isoformat(), **config},
+        )
         return task.id
 
 
@@ -73,8 +78,10 @@ def test_a_cycle_left_by_a_dead_process_is_taken_over_and_the_main_loop_told(tmp
         task_id = _cycle(db)
         with factory(db, clock=lambda: START).unit() as house:
             told = house.task_cycles.take_over_interrupted("this-process", alive=lambda owner: False)
-        assert told == [f"task {task_id}'s sub-cycle was interrupted at tick 0 (the process stopped); it resumes "
-                        "from its last checkpoint"]
+        assert told == [
+            f"task {task_id}'s sub-cycle was interrupted at tick 0 (the process stopped); it resumes "
+            "from its last checkpoint"
+        ]
         with factory(db).unit() as house:  # taken: not again
             assert house.task_cycles.take_over_interrupted("this-process", alive=lambda owner: False) == []
         with db.reading() as repos:

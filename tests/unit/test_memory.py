@@ -5,20 +5,21 @@ Unit level: SQLite + a real Chroma PersistentClient in tmp_path, with the determ
 """
 
 import json
+from datetime import UTC
 
 import pytest
 
-from tests.fakes.managers import answer
+from memory import Database
+from memory.repositories import MemoryLimitError
+from memory.retrieval.index import MemoryIndex, Query
+from memory.retrieval.lexical import CorpusSample, bag, idf, scores, selective_terms
+from memory.retrieval.query import about_author, asks_something, asks_when, first_person, says_when, time_ranges
+from memory.text import chunks, tokenize
+from memory.upkeep.manager import set_memory_status
 from nodes.context import utcnow
 from tests.fakes.llm import FakeLLM
-from memory import Database
-from memory.retrieval.index import MemoryIndex, Query
-from memory.retrieval.query import about_author, asks_something, asks_when, first_person, says_when, time_ranges
-from memory.retrieval.lexical import CorpusSample, bag, idf, scores, selective_terms
-from memory.upkeep.manager import set_memory_status
+from tests.fakes.managers import answer
 from tests.fakes.memory import HashEmbedder
-from memory.text import chunks, tokenize
-from memory.repositories import MemoryLimitError
 
 
 def block(*commands) -> str:
@@ -47,17 +48,20 @@ def test_chunks_split_sentences_and_cap_their_number():
 
 
 def test_bm25_weights_the_neighbours_words_half_and_ignores_unknown_terms():
-    documents = {1: (" ".join(tokenize("the lighthouse keeper")), ""),
-                 2: (" ".join(tokenize("a quiet harbour")), " ".join(tokenize("lighthouse"))),
-                 3: (" ".join(tokenize("bread and butter")), "")}
+    documents = {
+        1: (" ".join(tokenize("the lighthouse keeper")), ""),
+        2: (" ".join(tokenize("a quiet harbour")), " ".join(tokenize("lighthouse"))),
+        3: (" ".join(tokenize("bread and butter")), ""),
+    }
     weights = {"lighthous": idf(3, 2), "nowher": idf(3, 0)}
     found = scores(documents, weights, average_length=2.0)
     assert found[1] > found[2] > 0 and found[3] == 0  # context tokens count half
     sample = CorpusSample.of(documents)
     mean, std = sample.mean_std(weights, sample.average_length)
     assert sample.average_length == pytest.approx(sum(sum(bag(*d).values()) for d in documents.values()) / 3)
-    assert sample.holding("lighthous") == 2 and mean == pytest.approx(sum(scores(
-        documents, weights, sample.average_length).values()) / 3)  # zeros included
+    assert sample.holding("lighthous") == 2 and mean == pytest.approx(
+        sum(scores(documents, weights, sample.average_length).values()) / 3
+    )  # zeros included
     assert std > 0
 
 
@@ -68,8 +72,10 @@ def test_bm25_scores_equal_the_formula_over_whole_bags_substrings_included():
 
     rng = random.Random(7)
     words = ["art", "party", "cart", "sea", "season", "lighthous", "bread", "keeper", "a", "the"]
-    documents = {n: (" ".join(rng.choices(words, k=rng.randint(0, 12))), " ".join(rng.choices(words, k=rng.randint(0, 6))))
-                 for n in range(300)}
+    documents = {
+        n: (" ".join(rng.choices(words, k=rng.randint(0, 12))), " ".join(rng.choices(words, k=rng.randint(0, 6))))
+        for n in range(300)
+    }
     weights = {"art": 1.7, "sea": 0.9, "lighthous": 2.2, "nowher": 3.0}
 
     def reference(own: str, context: str) -> float:
@@ -79,8 +85,19 @@ def test_bm25_scores_equal_the_formula_over_whole_bags_substrings_included():
 
     found = scores(documents, weights, average_length=6.5)
     assert found == {n: pytest.approx(reference(*d), abs=1e-12) for n, d in documents.items()}
-    assert found[next(n for n, (own, ctx) in documents.items() if "party" in own and "art" not in own.split()
-                      and "art" not in ctx.split() and not {"sea", "lighthous"} & set((own + " " + ctx).split()))] == 0
+    assert (
+        found[
+            next(
+                n
+                for n, (own, ctx) in documents.items()
+                if "party" in own
+                and "art" not in own.split()
+                and "art" not in ctx.split()
+                and not {"sea", "lighthous"} & set((own + " " + ctx).split())
+            )
+        ]
+        == 0
+    )
 
 
 def test_only_selective_terms_are_searched_in_the_engine():
@@ -98,10 +115,12 @@ def test_first_person_rewrite_for_author_queries():
 
 
 def test_what_a_query_says_about_time():
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    now = datetime(2024, 6, 20, 15, tzinfo=timezone.utc)
-    day = lambda text: [(r.start.date().isoformat(), r.end.date().isoformat(), r.weight) for r in time_ranges(text, now)]  # noqa: E731
+    now = datetime(2024, 6, 20, 15, tzinfo=UTC)
+    day = lambda text: [
+        (r.start.date().isoformat(), r.end.date().isoformat(), r.weight) for r in time_ranges(text, now)
+    ]  # noqa: E731
     assert day("What did Nate play on 9 October, 2022?") == [("2022-10-09", "2022-10-10", 1.0)]
     assert day("What happened on May 25th 2023?") == [("2023-05-25", "2023-05-26", 1.0)]
     assert day("What did she start in December 2023?") == [("2023-12-01", "2024-01-01", 0.5)]
@@ -162,7 +181,9 @@ def test_a_new_process_catches_up_from_the_journal(tmp_path):
     second.close()  # writes what it queued for Chroma
     with db.unit() as repos:
         assert second.collection.metadata["journal"] == repos.items.journal_head()
-        assert {int(r.split(":")[0]) for r in second.collection.get()["ids"]} == {item.id for item in repos.items.indexed()}
+        assert {int(r.split(":")[0]) for r in second.collection.get()["ids"]} == {
+            item.id for item in repos.items.indexed()
+        }
     db.close()
 
 
@@ -173,7 +194,10 @@ def test_every_vector_is_stored_in_the_database_and_chroma_holds_one_record_per_
     index.sync(flush=True)
     with index.db.unit() as repos:
         stored = repos.items.vectors.get(index.embedder.name, [long.id, short.id])
-    assert stored[long.id].vectors.shape == (1 + len(chunks(long.text)), index.embedder.dim) and len(chunks(long.text)) == 3
+    assert (
+        stored[long.id].vectors.shape == (1 + len(chunks(long.text)), index.embedder.dim)
+        and len(chunks(long.text)) == 3
+    )
     assert stored[short.id].vectors.shape == (1, index.embedder.dim)
     records = index.collection.get(include=["embeddings"])
     assert sorted(records["ids"]) == sorted([str(long.id), str(short.id)])  # the whole-item vectors only
@@ -193,7 +217,9 @@ def test_a_crash_before_the_chroma_write_is_repaired_from_the_stored_vectors_wit
     second = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
     assert refs(second.search("lighthouse rail green", k=1)) == [str(note.id)]
     second.flush()
-    assert second.collection.get()["ids"] == [str(note.id)] and embedder.calls == 1  # the query's vector, not the note's
+    assert (
+        second.collection.get()["ids"] == [str(note.id)] and embedder.calls == 1
+    )  # the query's vector, not the note's
     db.close()
 
 
@@ -245,12 +271,18 @@ def test_a_collection_of_the_old_layout_is_dropped_and_its_memories_embedded_aga
     db = Database.open(tmp_path)
     with db.unit() as repos:
         note = repos.diary.add("The lighthouse keeper paints the rail. Gulls watch him.")
-    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"), settings=chromadb.Settings(anonymized_telemetry=False))
+    client = chromadb.PersistentClient(
+        path=str(tmp_path / "chroma"), settings=chromadb.Settings(anonymized_telemetry=False)
+    )
     embedder = HashEmbedder()
-    old = client.get_or_create_collection(f"anima-memory-{embedder.name}", embedding_function=None,
-                                          metadata={"journal": 99, "embedder": embedder.name})
-    old.add(ids=[f"{note.id}:0", f"{note.id}:1"], embeddings=embedder.embed(["a", "b"]),
-            metadatas=[{"item_id": note.id, "part": 0}, {"item_id": note.id, "part": 1}])
+    old = client.get_or_create_collection(
+        f"anima-memory-{embedder.name}", embedding_function=None, metadata={"journal": 99, "embedder": embedder.name}
+    )
+    old.add(
+        ids=[f"{note.id}:0", f"{note.id}:1"],
+        embeddings=embedder.embed(["a", "b"]),
+        metadatas=[{"item_id": note.id, "part": 0}, {"item_id": note.id, "part": 1}],
+    )
     index = MemoryIndex(db, embedder, chroma_path=tmp_path / "chroma")
     assert refs(index.search("lighthouse keeper", k=1)) == [str(note.id)]
     index.flush()
@@ -283,9 +315,9 @@ def test_filters_by_tier_tags_and_time(index):
     assert {h.item.tier for h in index.search(Query("rain", k=5, tiers=["concept"]))} == {"concept"}
     tagged = index.search(Query("rain", k=5, tags=["weather"]))
     assert {h.item.ref for h in tagged} == {str(d.id), str(c.id)}
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    assert index.search(Query("rain", k=5, since=datetime.now(timezone.utc) + timedelta(days=1))) == []
+    assert index.search(Query("rain", k=5, since=datetime.now(UTC) + timedelta(days=1))) == []
 
 
 def test_author_mentioned_in_the_query_is_preferred(index):
@@ -345,7 +377,9 @@ def test_core_memory_is_never_saved_over_its_limit(tmp_path):
 def test_entities_are_merged_not_duplicated(tmp_path):
     db = Database.open(tmp_path)
     with db.unit() as repos:
-        repos.entities.merge("Tanaka", kind="person", description="My human.", facts=["likes poems"], aliases=["Tanaka-san"])
+        repos.entities.merge(
+            "Tanaka", kind="person", description="My human.", facts=["likes poems"], aliases=["Tanaka-san"]
+        )
         repos.entities.merge("tanaka-san", facts=["likes poems", "writes at night"])
         rows = repos.entities.all()
         assert len(rows) == 1 and rows[0].facts == ["likes poems", "writes at night"] and rows[0].kind == "person"
@@ -374,19 +408,24 @@ def test_goals_subgoals_progress_and_cycles_refused(tmp_path):
 
 
 def test_memory_commands_through_a_tick(agent_factory):
-    fake = FakeLLM("fake", responses=[block(
-        ("diary.add", {"text": "Today I learnt the tide tables.", "tags": ["sea"]}),
-        ("concepts.add", {"name": "tide", "description": "The sea rising and falling."}),
-        ("concepts.add", {"name": "moon", "description": "It pulls the sea."}),
-        ("links.add", {"source": "tide", "target": "moon", "relation": "caused_by"}),
-        ("goals.add", {"title": "Understand the sea", "horizon": "long"}),
-        ("tasks.add", {"title": "Read about tides", "goal_id": 1, "pinned": True}),
-        ("core.update", {"text": "My human lives by the sea."}),
-        ("notepad.update", {"text": "x" * 5000}),
-        ("tags.stats", {}),
-        ("memory.search", {"query": "tide tables"}),
-        ("config.update", {"key": "memory_manager.mode", "value": "meditation"}),
-    )])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(
+                ("diary.add", {"text": "Today I learnt the tide tables.", "tags": ["sea"]}),
+                ("concepts.add", {"name": "tide", "description": "The sea rising and falling."}),
+                ("concepts.add", {"name": "moon", "description": "It pulls the sea."}),
+                ("links.add", {"source": "tide", "target": "moon", "relation": "caused_by"}),
+                ("goals.add", {"title": "Understand the sea", "horizon": "long"}),
+                ("tasks.add", {"title": "Read about tides", "goal_id": 1, "pinned": True}),
+                ("core.update", {"text": "My human lives by the sea."}),
+                ("notepad.update", {"text": "x" * 5000}),
+                ("tags.stats", {}),
+                ("memory.search", {"query": "tide tables"}),
+                ("config.update", {"key": "memory_manager.mode", "value": "meditation"}),
+            )
+        ],
+    )
     agent = agent_factory(fake)
     state = agent.tick()
     status = {e["cmd_id"]: (e["status"], e["result"]) for e in state["executed"]}
@@ -413,14 +452,19 @@ def test_memory_commands_through_a_tick(agent_factory):
         assert repos.approvals.get(1).status == "executed"
     think = next(c["prompt"] for c in fake.calls if c["json_schema"] is None and "Tell me about" in c["prompt"])
     assert "My human lives by the sea." in think
-    assert "[goal 1 long, priority 1] Understand the sea" in think and "[task 1 pinned, priority 1] Read about tides" in think
+    assert (
+        "[goal 1 long, priority 1] Understand the sea" in think
+        and "[task 1 pinned, priority 1] Read about tides" in think
+    )
     recall = think.split("# Memories that came to mind", 1)[1]
     assert "Today I learnt the tide tables." in recall.split("\n#", 1)[0]
     agent.tick()
     with agent.services.db.unit() as repos:  # the abstract the mode change asked for was built in the next upkeep
         abstract = repos.abstracts.latest()
         assert abstract is not None and abstract.trigger == "mode_change"
-        assert any(s.startswith("diary:") for s in abstract.sources) and any(s.startswith("message:") for s in abstract.sources)
+        assert any(s.startswith("diary:") for s in abstract.sources) and any(
+            s.startswith("message:") for s in abstract.sources
+        )
         assert repos.config.get("memory/abstract_request/main") is None
 
 
@@ -447,8 +491,16 @@ def test_responses_and_human_notes_become_conversation_memories(agent_factory):
 
 
 def test_concentration_mode_filters_recent_thoughts_by_tags(agent_factory):
-    fake = FakeLLM("fake", responses=["About the sea.", "About bread.", "Now.",
-                                      block(("cycle.concentration", {"tags": ["sea"]})), "Focused."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            "About the sea.",
+            "About bread.",
+            "Now.",
+            block(("cycle.concentration", {"tags": ["sea"]})),
+            "Focused.",
+        ],
+    )
     agent = agent_factory(fake)
     for _ in range(3):
         agent.tick()
@@ -464,14 +516,23 @@ def test_concentration_mode_filters_recent_thoughts_by_tags(agent_factory):
 
 
 def test_pin_archive_and_restore_commands(agent_factory):
-    fake = FakeLLM("fake", responses=[block(
-        ("diary.add", {"text": "Storm over the bay."}),
-        ("diary.pin", {"id": 1}),
-        ("tasks.add", {"title": "Check the boat"}),
-        ("tasks.pin", {"id": 1}),
-        ("memory.archive", {"tier": "diary", "ref": "1"}),
-    ), block(("diary.unpin", {"id": 1}), ("memory.restore", {"tier": "diary", "ref": "1"}),
-             ("memory.restore", {"tier": "diary", "ref": "1"}))])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(
+                ("diary.add", {"text": "Storm over the bay."}),
+                ("diary.pin", {"id": 1}),
+                ("tasks.add", {"title": "Check the boat"}),
+                ("tasks.pin", {"id": 1}),
+                ("memory.archive", {"tier": "diary", "ref": "1"}),
+            ),
+            block(
+                ("diary.unpin", {"id": 1}),
+                ("memory.restore", {"tier": "diary", "ref": "1"}),
+                ("memory.restore", {"tier": "diary", "ref": "1"}),
+            ),
+        ],
+    )
     agent = agent_factory(fake)
     agent.services.settings.consent.auto_approve = ["memory.archive"]  # the human approved archiving in advance
     agent.tick()
@@ -510,8 +571,10 @@ def test_a_restarted_index_warms_what_ranking_reads_and_never_keeps_a_row_the_jo
 
     db = Database.open(tmp_path)
     with db.unit() as repos:
-        turns = [record_turn(repos, ref=str(n), text=f"Turn {n} about the harbour.", author="Ann", episode="chat")
-                 for n in range(5)]
+        turns = [
+            record_turn(repos, ref=str(n), text=f"Turn {n} about the harbour.", author="Ann", episode="chat")
+            for n in range(5)
+        ]
     MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma").sync(flush=True)
     restarted = MemoryIndex(db, HashEmbedder(), chroma_path=tmp_path / "chroma")
     restarted.search("harbour", k=1)  # starts the background copy

@@ -6,35 +6,37 @@ event time and saying what a memory replaced, and a 300,000-character paste that
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memory.event_time import event_time
 from memory.followup import DEEP_BATCH_CHARS
-from memory.text import PART_CHARS, parts, split_written
 from memory.retrieval.index import Query
 from memory.store import record_turn
-from memory.text import tokenize
+from memory.text import PART_CHARS, parts, split_written, tokenize
 from memory.updates import version_note, versions_of, when_label
 from tests.fakes.llm import FakeLLM
 
-THURSDAY = datetime(2023, 5, 11, 15, 0, tzinfo=timezone.utc)
+THURSDAY = datetime(2023, 5, 11, 15, 0, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("text,day,precision", [
-    ("I went to a support group yesterday and it was powerful.", "2023-05-10", "day"),
-    ("Last Tuesday I signed up for a pottery class.", "2023-05-09", "day"),
-    ("The day before yesterday I met Anna at the station.", "2023-05-09", "day"),
-    ("We went camping three weeks ago!", "2023-04-17", "week"),
-    ("I ran a charity race on 2 May 2023.", "2023-05-02", "day"),
-    ("I moved to Boston in March.", "2023-03-01", "month"),
-    ("I painted that lake sunrise last year.", "2022-01-01", "year"),
-    ("Вчера я ходила в бассейн.", "2023-05-10", "day"),
-    ("В прошлый вторник мы были в театре.", "2023-05-09", "day"),
-    ("昨日、公園に行きました。", "2023-05-10", "day"),
-    ("3日前に引っ越した。", "2023-05-08", "day"),
-])
+@pytest.mark.parametrize(
+    "text,day,precision",
+    [
+        ("I went to a support group yesterday and it was powerful.", "2023-05-10", "day"),
+        ("Last Tuesday I signed up for a pottery class.", "2023-05-09", "day"),
+        ("The day before yesterday I met Anna at the station.", "2023-05-09", "day"),
+        ("We went camping three weeks ago!", "2023-04-17", "week"),
+        ("I ran a charity race on 2 May 2023.", "2023-05-02", "day"),
+        ("I moved to Boston in March.", "2023-03-01", "month"),
+        ("I painted that lake sunrise last year.", "2022-01-01", "year"),
+        ("Вчера я ходила в бассейн.", "2023-05-10", "day"),
+        ("В прошлый вторник мы были в театре.", "2023-05-09", "day"),
+        ("昨日、公園に行きました。", "2023-05-10", "day"),
+        ("3日前に引っ越した。", "2023-05-08", "day"),
+    ],
+)
 def test_event_time_is_resolved_against_the_record_time(text, day, precision):
     found = event_time(text, THURSDAY)
     assert found is not None and f"{found.at:%Y-%m-%d}" == day and found.precision == precision
@@ -86,14 +88,24 @@ def test_the_follow_up_thread_marks_updates_and_event_times_after_every_write(in
 def test_recall_filters_and_boosts_by_event_time(index):
     index.follow_up.start()
     # said in June about May, said in May about nothing earlier, said in June about June
-    may_event = _write(index, "1", "I ran the charity race on 2 May 2023, a great day.", datetime(2023, 6, 20, tzinfo=timezone.utc))
-    may_record = _write(index, "2", "Running the charity race felt great today.", datetime(2023, 5, 25, tzinfo=timezone.utc))
-    june = _write(index, "3", "I ran the charity race yesterday, it was a great day.", datetime(2023, 6, 10, tzinfo=timezone.utc))
+    may_event = _write(
+        index, "1", "I ran the charity race on 2 May 2023, a great day.", datetime(2023, 6, 20, tzinfo=UTC)
+    )
+    may_record = _write(index, "2", "Running the charity race felt great today.", datetime(2023, 5, 25, tzinfo=UTC))
+    june = _write(
+        index, "3", "I ran the charity race yesterday, it was a great day.", datetime(2023, 6, 10, tzinfo=UTC)
+    )
     _settled(index)
-    found = index.search(Query(text="charity race", k=5, happened_since=datetime(2023, 5, 1, tzinfo=timezone.utc),
-                               happened_until=datetime(2023, 5, 31, tzinfo=timezone.utc)))
+    found = index.search(
+        Query(
+            text="charity race",
+            k=5,
+            happened_since=datetime(2023, 5, 1, tzinfo=UTC),
+            happened_until=datetime(2023, 5, 31, tzinfo=UTC),
+        )
+    )
     assert {h.item.id for h in found} == {may_event, may_record}  # event time, else record time
-    recorded = index.search(Query(text="charity race", k=5, since=datetime(2023, 6, 1, tzinfo=timezone.utc)))
+    recorded = index.search(Query(text="charity race", k=5, since=datetime(2023, 6, 1, tzinfo=UTC)))
     assert {h.item.id for h in recorded} == {may_event, june}  # record time
     asked = {h.item.id: h for h in index.search("What did Ann do in May 2023?", k=5)}
     assert asked[may_event].parts["period"] > 0 and asked[june].parts["period"] == 0
@@ -132,8 +144,11 @@ def test_a_long_paste_is_chunked_indexed_in_the_background_and_not_lost(agent_fa
     question = memory.embedder.embed([f"{item.author}: the harbour lighthouse keeper painted turquoise shutters"])[0]
     memory.sync()
     with agent.services.db.unit() as repos:
-        before = float((repos.items.vectors.get(memory.embedder.name, [item.id])[item.id].vectors.astype("float32")
-                        @ question).max())
+        before = float(
+            (
+                repos.items.vectors.get(memory.embedder.name, [item.id])[item.id].vectors.astype("float32") @ question
+            ).max()
+        )
     embedded.clear()
     report = memory.follow_up.run_pending()
     assert report.deep_parts == len(later) > 1000
@@ -159,8 +174,12 @@ def test_an_older_database_gets_event_time_and_keeps_its_memories(tmp_path):
     with db.unit() as repos:
         record_turn(repos, ref="1", text="I went to the market yesterday.", author="Ann", episode="chat")
     db.close()
-    as_version(tmp_path, 20, "DROP INDEX ix_memory_items_event_at",  # before v21
-               "ALTER TABLE memory_items DROP COLUMN event_at")
+    as_version(
+        tmp_path,
+        20,
+        "DROP INDEX ix_memory_items_event_at",  # before v21
+        "ALTER TABLE memory_items DROP COLUMN event_at",
+    )
     db = Database.open(tmp_path)
     try:
         assert schema_version(db) == SCHEMA_VERSION
@@ -176,20 +195,41 @@ def test_an_older_database_gets_event_time_and_keeps_its_memories(tmp_path):
 def _block(cmd: str, args: dict) -> str:
     import json
 
-    return "I look it up.\n# Commands:\n" + json.dumps([{"cmd_id": "c1", "type": cmd, "args": args}]) + "\n# End commands"
+    return (
+        "I look it up.\n# Commands:\n" + json.dumps([{"cmd_id": "c1", "type": cmd, "args": args}]) + "\n# End commands"
+    )
 
 
 def test_the_persona_searches_by_event_time_and_reads_what_a_memory_replaced(agent_factory):
-    fake = FakeLLM("fake", responses=[_block("memory.search", {"query": "where Ann works", "happened_after": "2023-05-08",
-                                                               "happened_before": "2023-05-10"}),
-                                      _block("memory.search", {"query": "x", "happened_after": "May"})])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            _block(
+                "memory.search",
+                {"query": "where Ann works", "happened_after": "2023-05-08", "happened_before": "2023-05-10"},
+            ),
+            _block("memory.search", {"query": "x", "happened_after": "May"}),
+        ],
+    )
     agent = agent_factory(fake)
     memory = agent.services.memory
     with agent.services.db.unit() as repos:
-        record_turn(repos, ref="w1", text="I work at Acme as a tester.", author="Ann", episode="w",
-                    created_at=datetime(2023, 4, 1, tzinfo=timezone.utc))
-        record_turn(repos, ref="w2", text="Last Tuesday I quit Acme, I work at Globex now.", author="Ann", episode="w",
-                    created_at=THURSDAY)
+        record_turn(
+            repos,
+            ref="w1",
+            text="I work at Acme as a tester.",
+            author="Ann",
+            episode="w",
+            created_at=datetime(2023, 4, 1, tzinfo=UTC),
+        )
+        record_turn(
+            repos,
+            ref="w2",
+            text="Last Tuesday I quit Acme, I work at Globex now.",
+            author="Ann",
+            episode="w",
+            created_at=THURSDAY,
+        )
     memory.sync()
     assert memory.follow_up.run_pending().superseded
     [ran] = agent.tick()["executed"]
@@ -204,12 +244,19 @@ def test_the_persona_searches_by_event_time_and_reads_what_a_memory_replaced(age
 def test_the_api_and_the_page_show_record_and_event_time(web):
     services = web.agent.services
     with services.db.unit() as repos:
-        record_turn(repos, ref="p1", text="We planted the pear tree last Tuesday.", author="Ann", episode="garden",
-                    created_at=THURSDAY)
+        record_turn(
+            repos,
+            ref="p1",
+            text="We planted the pear tree last Tuesday.",
+            author="Ann",
+            episode="garden",
+            created_at=THURSDAY,
+        )
     services.memory.sync()
     services.memory.follow_up.run_pending()
-    got = web.client.get("/api/memory/search", params={"q": "pear tree", "happened_after": "2023-05-09",
-                                                        "happened_before": "2023-05-10"})
+    got = web.client.get(
+        "/api/memory/search", params={"q": "pear tree", "happened_after": "2023-05-09", "happened_before": "2023-05-10"}
+    )
     assert got.status_code == 200, got.text
     [hit] = [h for h in got.json()["hits"] if "pear tree" in h["text"]]
     assert hit["recorded_at"].startswith("2023-05-11") and hit["happened_at"].startswith("2023-05-09")

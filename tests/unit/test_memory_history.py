@@ -11,8 +11,10 @@ import pytest
 from memory import Database
 
 NOW = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
-DIARY = '# Commands:\n[{"cmd_id": "d1", "type": "diary.add", "args": {"text": "The tide came in twice today."}}, ' \
-        '{"cmd_id": "c1", "type": "core.update", "args": {"text": "I love the sea."}}]\n# End commands'
+DIARY = (
+    '# Commands:\n[{"cmd_id": "d1", "type": "diary.add", "args": {"text": "The tide came in twice today."}}, '
+    '{"cmd_id": "c1", "type": "core.update", "args": {"text": "I love the sea."}}]\n# End commands'
+)
 
 
 @pytest.fixture
@@ -89,9 +91,11 @@ def test_core_memory_history_and_its_versions(db):
         assert repos.restore("core", version.id)
     with db.unit() as repos:
         updates = [(c.actor, c.before, c.after) for c in reversed(repos.history.list(tier="core", action="update"))]
-    assert updates == [("persona", {"content": ""}, {"content": "I am Lumen."}),
-                       ("human", {"content": "I am Lumen."}, {"content": "I am Lumen, of the sea."}),
-                       ("human", {"content": "I am Lumen, of the sea."}, {"content": "I am Lumen."})]
+    assert updates == [
+        ("persona", {"content": ""}, {"content": "I am Lumen."}),
+        ("human", {"content": "I am Lumen."}, {"content": "I am Lumen, of the sea."}),
+        ("human", {"content": "I am Lumen, of the sea."}, {"content": "I am Lumen."}),
+    ]
 
 
 def test_nothing_changed_is_no_history_and_a_rollback_takes_the_history_with_it(db):
@@ -127,9 +131,10 @@ def test_a_knowledge_base_document_archives_as_one_change(db, tmp_path):
     assert doc.chunks > 1
     with db.unit(actor="human") as repos:
         assert repos.kb.set_status(doc.doc_id, "archived")
-    assert [c for c in changes(db, tier="kb")] == [("persona", "create", "kb", str(doc.doc_id)),
-                                                    ("human", "archive", "kb", str(doc.doc_id))]
-
+    assert [c for c in changes(db, tier="kb")] == [
+        ("persona", "create", "kb", str(doc.doc_id)),
+        ("human", "archive", "kb", str(doc.doc_id)),
+    ]
 
 
 def test_the_history_is_installed_on_every_new_sessionmaker_even_where_a_collected_one_stood():

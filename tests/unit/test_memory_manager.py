@@ -3,17 +3,17 @@
 SQLite + a real Chroma PersistentClient with the deterministic HashEmbedder (texts sharing words are similar).
 """
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
-
-from tests.fakes.llm import FakeLLM
-from memory.retrieval.index import Query
-from memory.upkeep.manager import ManagerSettings, run_pass, set_memory_status
-from memory.models import ProcessLog
-from memory.store import record_turn
 from sqlalchemy import select
+
+from memory.models import ProcessLog
+from memory.retrieval.index import Query
+from memory.store import record_turn
+from memory.upkeep.manager import ManagerSettings, run_pass, set_memory_status
+from tests.fakes.llm import FakeLLM
 
 THOUGHT = "The lighthouse keeper rows out at dawn to check the nets and the buoys"
 
@@ -38,13 +38,20 @@ def fill(index, *, grace_filler: int = 0):
 
 def decisions(db):
     with db.session() as s:
-        return [r.value for r in s.scalars(select(ProcessLog).where(ProcessLog.name == "memory.upkeep.manager")
-                                           .order_by(ProcessLog.id)).all()]
+        return [
+            r.value
+            for r in s.scalars(
+                select(ProcessLog).where(ProcessLog.name == "memory.upkeep.manager").order_by(ProcessLog.id)
+            ).all()
+        ]
 
 
 def statuses(db):
     with db.unit() as repos:
-        return {ref: repos.items.find("message", ref).status for ref in ("msg:1", "note:1", "msg:2", "msg:3", "msg:4", "msg:5")}
+        return {
+            ref: repos.items.find("message", ref).status
+            for ref in ("msg:1", "note:1", "msg:2", "msg:3", "msg:4", "msg:5")
+        }
 
 
 def test_novelty_archives_copies_and_trivia_keeps_emotional_and_human_words(index):
@@ -52,13 +59,23 @@ def test_novelty_archives_copies_and_trivia_keeps_emotional_and_human_words(inde
     with index.db.unit() as repos:
         report = run_pass(repos, index, ManagerSettings(grace_items=0))
     assert report.assessed == 5  # the persona's own turns only: the human's note is never a candidate
-    assert statuses(index.db) == {"msg:1": "active", "note:1": "active", "msg:2": "archived", "msg:3": "active",
-                                  "msg:4": "active", "msg:5": "archived"}
+    assert statuses(index.db) == {
+        "msg:1": "active",
+        "note:1": "active",
+        "msg:2": "archived",
+        "msg:3": "active",
+        "msg:4": "active",
+        "msg:5": "archived",
+    }
     log = decisions(index.db)
     assert any(line.startswith("archived message msg:2 (novelty)") and "closest: message" in line for line in log)
     assert any(line.startswith("archived message msg:5 (novelty)") and "information 0.33" in line for line in log)
-    assert any(line.startswith("kept message msg:3 (novelty)") and "emotion 1.00 lowers its bar" in line for line in log)
-    assert log[-1].startswith("assessed 5; archived 2 (2 by novelty); kept 1 by emotion or goal; restore with memory.restore")
+    assert any(
+        line.startswith("kept message msg:3 (novelty)") and "emotion 1.00 lowers its bar" in line for line in log
+    )
+    assert log[-1].startswith(
+        "assessed 5; archived 2 (2 by novelty); kept 1 by emotion or goal; restore with memory.restore"
+    )
     index.sync()
     assert "msg:2" not in [h.item.ref for h in index.search(Query(text="lighthouse keeper nets", k=10))]
     # a second pass decides nothing again (the kept one is logged once)
@@ -68,9 +85,14 @@ def test_novelty_archives_copies_and_trivia_keeps_emotional_and_human_words(inde
 
 
 def test_archived_memory_is_restored_by_command_and_searchable_again(agent_factory):
-    fake = FakeLLM("fake", responses=['Back.\n# Commands:\n[{"cmd_id": "r", "type": "memory.restore", '
-                                      '"args": {"tier": "message", "ref": "msg:2"}}]\n# End commands',
-                                      'List.\n# Commands:\n[{"cmd_id": "l", "type": "memory.archived", "args": {}}]\n# End commands'])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            'Back.\n# Commands:\n[{"cmd_id": "r", "type": "memory.restore", '
+            '"args": {"tier": "message", "ref": "msg:2"}}]\n# End commands',
+            'List.\n# Commands:\n[{"cmd_id": "l", "type": "memory.archived", "args": {}}]\n# End commands',
+        ],
+    )
     agent = agent_factory(fake)
     fill(agent.services.memory)
     with agent.services.db.unit() as repos:
@@ -81,7 +103,9 @@ def test_archived_memory_is_restored_by_command_and_searchable_again(agent_facto
     agent.tick()
     with agent.services.db.unit() as repos:
         listing = [c for c in repos.commands.recent(5) if c.type == "memory.archived"][0]
-        restored = [p.value for p in repos.session.scalars(select(ProcessLog).where(ProcessLog.name == "memory.restore"))]
+        restored = [
+            p.value for p in repos.session.scalars(select(ProcessLog).where(ProcessLog.name == "memory.restore"))
+        ]
     assert "message msg:5" in listing.result and "msg:2" not in listing.result
     assert restored == ["message msg:2 restored on request"]
     hits = agent.services.memory.search(Query(text="lighthouse keeper nets again", k=10))
@@ -96,7 +120,7 @@ def test_grace_keeps_the_newest_memories_out_of_reach(index):
 
 
 def test_lru_archives_least_recently_used_beyond_the_limit_with_emotion_retention(index):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with index.db.unit() as repos:
         entries = [repos.diary.add(f"Diary entry {i} about topic{i} and subject{i} and matter{i}") for i in range(6)]
         repos.diary.add("A day I will not forget: the storm topic0", emotions=["fear:5"])
@@ -162,9 +186,17 @@ def test_concentration_keeps_goal_related_memories(index):
 def test_settings_are_validated_when_given():
     with pytest.raises(ValidationError, match="'standard', 'concentration', 'meditation'"):
         ManagerSettings(mode="sleepy")
-    for bad in ({"novelty_threshold": 1.5}, {"lru_limit": 0}, {"lru_limit": 2_000_000}, {"emotion_weight": -0.1},
-                {"every": -1}, {"similarity_floor": float("nan")}, {"max_per_pass": 0}, {"lru_tiers": ["kb"]},
-                {"sleepy": True}):
+    for bad in (
+        {"novelty_threshold": 1.5},
+        {"lru_limit": 0},
+        {"lru_limit": 2_000_000},
+        {"emotion_weight": -0.1},
+        {"every": -1},
+        {"similarity_floor": float("nan")},
+        {"max_per_pass": 0},
+        {"lru_tiers": ["kb"]},
+        {"sleepy": True},
+    ):
         with pytest.raises(ValidationError):
             ManagerSettings(**bad)
     settings = ManagerSettings(lru_tiers=["diary"])
@@ -175,21 +207,30 @@ def test_settings_are_validated_when_given():
 
 def test_the_tick_runs_the_manager_on_its_schedule_from_config(agent_factory):
     repeat = "The tide comes in and the tide goes out over the grey sand of the bay"
-    agent = agent_factory(FakeLLM("fake", responses=[repeat, repeat + " again", repeat + " still", "Yes."] * 3),
-                          memory_manager={"every": 3, "grace_items": 0})
+    agent = agent_factory(
+        FakeLLM("fake", responses=[repeat, repeat + " again", repeat + " still", "Yes."] * 3),
+        memory_manager={"every": 3, "grace_items": 0},
+    )
     reports = [agent.tick().get("memory_upkeep", {}).get("manager") for _ in range(3)]
     assert reports[:2] == [None, None] and reports[2]["assessed"] == 3 and reports[2]["archived"] >= 1
     with agent.services.db.unit() as repos:
         summary = [p.value for p in repos.processes.open("main") if p.name == "memory.upkeep.manager"]
         repos.config.set("persona/memory_manager.lru_limit", 7)  # the persona's own change wins over config.yaml…
         repos.config.set("persona/memory_manager.every", 0)  # …for the keys it may change; this one is the operator's
-    assert summary and summary[0].startswith("assessed 3; archived") and "[mode standard: novelty bar 0.35" in summary[0]
+    assert (
+        summary and summary[0].startswith("assessed 3; archived") and "[mode standard: novelty bar 0.35" in summary[0]
+    )
     assert [agent.tick().get("memory_upkeep", {}).get("manager") is None for _ in range(3)] == [True, True, False]
     assert agent.services.settings.memory_manager.lru_limit == 7 and agent.services.settings.memory_manager.every == 3
 
 
 def test_concepts_come_back_when_used(agent_factory):
-    fake = FakeLLM("fake", responses=['Read.\n# Commands:\n[{"cmd_id": "c", "type": "concepts.read", "args": {"name": "tide"}}]\n# End commands'])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            'Read.\n# Commands:\n[{"cmd_id": "c", "type": "concepts.read", "args": {"name": "tide"}}]\n# End commands'
+        ],
+    )
     agent = agent_factory(fake)
     with agent.services.db.unit() as repos:
         concept = repos.concepts.add("tide", "the sea rising and falling")

@@ -4,12 +4,11 @@ edits, refusals that name their field, and the same rules whichever door calls."
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from managers import Managers
 from memory import Database
 from memory.tiers import (
     DIARY,
@@ -25,7 +24,7 @@ from memory.tiers import (
 )
 from tests.fakes.managers import managers_over
 
-NOW = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -36,8 +35,22 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 
 def test_every_tier_is_declared_once_with_what_may_be_done_to_it() -> None:
-    assert list(TIERS) == ["core", "notepad", "llm_memory", "diary", "concept", "link", "goal", "task", "episode",
-                           "entity", "insight", "fact", "question", "kb"]
+    assert list(TIERS) == [
+        "core",
+        "notepad",
+        "llm_memory",
+        "diary",
+        "concept",
+        "link",
+        "goal",
+        "task",
+        "episode",
+        "entity",
+        "insight",
+        "fact",
+        "question",
+        "kb",
+    ]
     assert tier_of("diary") is DIARY and DIARY.searchable and DIARY.editable and DIARY.edit_model is DiaryEdit
     assert not TIERS["kb"].editable and TIERS["kb"].deletable and not TIERS["core"].deletable
     assert [f.name for f in DIARY.fields] == ["text", "tags", "priority", "pinned"]
@@ -51,8 +64,12 @@ def test_a_typed_edit_changes_only_what_is_given(db: Database) -> None:
         entry = repos.diary.add("The tide turned at noon.", tags=["sea"])
         done = managers_over(repos).memory.edit("diary", str(entry.id), DiaryEdit(pinned=True))
         assert done.changed and done.record is not None
-        assert done.record.fields == {"text": "The tide turned at noon.", "tags": ["sea"], "priority": 0,
-                                      "pinned": True}
+        assert done.record.fields == {
+            "text": "The tide turned at noon.",
+            "tags": ["sea"],
+            "priority": 0,
+            "pinned": True,
+        }
         assert done.record.actions == ["edit", "archive", "delete", "history"]
 
 

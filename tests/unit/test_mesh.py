@@ -11,7 +11,7 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -55,8 +55,9 @@ def mesh_of(tmp: Path, names: str) -> Iterator[list[MeshNode]]:
     nodes = []
     try:
         for name in names:
-            node = MeshNode(Database.open(tmp / name), settings_for(tmp / name, topics=["tides"], sync_every_s=0.01),
-                            hub.join(name))
+            node = MeshNode(
+                Database.open(tmp / name), settings_for(tmp / name, topics=["tides"], sync_every_s=0.01), hub.join(name)
+            )
             node.start()
             nodes.append(node)
         yield nodes
@@ -128,8 +129,9 @@ def test_refusals_are_counted_and_lower_the_senders_trust(persona: tuple[Databas
         assert managers.mesh.receive(encode(good), relay=peer.did).reason == "replay"
         assert managers.reputation.trust(peer.did) == 0.0  # its own container, replayed: not held against it
         assert managers.mesh.receive(encode(good), relay=mallory.did).reason == "replay"
-        assert managers.mesh.receive(encode({**good, "payload": {"text": "evil"}}), relay=mallory.did).reason \
-            == "forged"
+        assert (
+            managers.mesh.receive(encode({**good, "payload": {"text": "evil"}}), relay=mallory.did).reason == "forged"
+        )
         assert managers.reputation.trust(peer.did) == 0.0  # framing the peer does not work
         big = seal(mallory, "message", {"t": "x" * 70_000})
         assert managers.mesh.receive(encode(big), relay=mallory.did).reason == "oversized"
@@ -149,8 +151,9 @@ def test_a_flood_is_cut_by_the_token_bucket_and_costs_the_sender_no_trust(person
     moments = iter(float(i) * 0.001 for i in range(10_000))
     limiter = TokenBuckets(rate=5, burst=10, clock=lambda: next(moments))
     for managers in house(db, settings):
-        outcomes = [managers.mesh.receive(encode(seal(peer, "message", {"text": f"n {i}"})), limiter=limiter)
-                    for i in range(30)]
+        outcomes = [
+            managers.mesh.receive(encode(seal(peer, "message", {"text": f"n {i}"})), limiter=limiter) for i in range(30)
+        ]
         reasons = [o.reason for o in outcomes]
         assert reasons.count("") == 10 and reasons.count("flood") >= 15
         assert managers.mesh.refused_counts()["flood"] == reasons.count("flood")
@@ -186,7 +189,7 @@ def test_a_rotated_or_revoked_key_is_refused_from_then_on(tmp_path: Path) -> Non
 
 def test_trust_decays_weighs_evaluators_and_shows_drift(persona: tuple[Database, Settings]) -> None:
     db, settings = persona
-    now = datetime(2026, 11, 25, 12, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 25, 12, tzinfo=UTC)
     for managers in house(db, settings):
         reputation = managers.reputation
         reputation.evaluate("did:key:zSubject", 1.0, at=now - timedelta(days=14))
@@ -318,8 +321,9 @@ def test_sync_messages_are_small_json(tmp_path: Path) -> None:
 
 def test_the_memory_page_marks_what_came_from_peers_and_archive_rejects_it(web) -> None:  # type: ignore[no-untyped-def]
     peer = Identity.generate()
-    container = seal(peer, "cogsync", {"kind": "diary", "text": "peers say the tide turns at six", "tags": ["tides"]},
-                     topic="tides")
+    container = seal(
+        peer, "cogsync", {"kind": "diary", "text": "peers say the tide turns at six", "tags": ["tides"]}, topic="tides"
+    )
     with web.services.db.unit() as repos:
         managers = Managers(repos, ManagerDeps(settings=settings_for(web.data_dir)))
         managers.mesh.subscribe("tides")
@@ -328,11 +332,11 @@ def test_the_memory_page_marks_what_came_from_peers_and_archive_rejects_it(web) 
         own = managers.diary.add("my own tide note", tags=["tides"])
     ref = outcome.applied.split()[1]
     page = web.client.get("/memory", params={"tier": "diary"}).text
-    row = page[page.index(f'id="row-diary-{ref}"'):]
-    row = row[:row.index("</tr>")]
+    row = page[page.index(f'id="row-diary-{ref}"') :]
+    row = row[: row.index("</tr>")]
     assert "from peers" in row and peer.did[:20] in row
-    mine = page[page.index(f'id="row-diary-{own.id}"'):]
-    assert "from peers" not in mine[:mine.index("</tr>")]
+    mine = page[page.index(f'id="row-diary-{own.id}"') :]
+    assert "from peers" not in mine[: mine.index("</tr>")]
     assert web.client.post(f"/api/memory/diary/{ref}/archive").status_code == 200
     with web.services.db.unit() as repos:
         assert repos.diary.get(int(ref)).status == "archived"
@@ -360,19 +364,43 @@ def test_cogconsensus_on_a_claim_is_a_trust_weighted_mean(tmp_path: Path) -> Non
         b_db.close()
 
 
-def test_the_mesh_commands_declare_their_effects_and_queue_signed_containers(persona: tuple[Database, Settings]) -> None:
+def test_the_mesh_commands_declare_their_effects_and_queue_signed_containers(
+    persona: tuple[Database, Settings],
+) -> None:
     from nodes.commands import FAMILIES, Registry
     from nodes.commands.model import Command
     from nodes.commands.spec import CommandContext
 
     registry = Registry(FAMILIES)
-    effects = {t: registry.get(t).effect for t in ("mesh.send", "mesh.publish", "mesh.subscribe", "mesh.case",  # type: ignore[union-attr]
-                                                 "mesh.vote", "mesh.adopt", "mesh.rotate", "mesh.status",
-                                                 "reputation.evaluate", "reputation.block", "reputation.show")}
-    assert effects == {"mesh.send": "external", "mesh.publish": "external", "mesh.subscribe": "external",
-                       "mesh.case": "external", "mesh.vote": "external", "mesh.adopt": "modify_self",
-                       "mesh.rotate": "modify_self", "mesh.status": "read", "reputation.evaluate": "external",
-                       "reputation.block": "write_self", "reputation.show": "read"}
+    effects = {
+        t: registry.get(t).effect
+        for t in (
+            "mesh.send",
+            "mesh.publish",
+            "mesh.subscribe",
+            "mesh.case",  # type: ignore[union-attr]
+            "mesh.vote",
+            "mesh.adopt",
+            "mesh.rotate",
+            "mesh.status",
+            "reputation.evaluate",
+            "reputation.block",
+            "reputation.show",
+        )
+    }
+    assert effects == {
+        "mesh.send": "external",
+        "mesh.publish": "external",
+        "mesh.subscribe": "external",
+        "mesh.case": "external",
+        "mesh.vote": "external",
+        "mesh.adopt": "modify_self",
+        "mesh.rotate": "modify_self",
+        "mesh.status": "read",
+        "reputation.evaluate": "external",
+        "reputation.block": "write_self",
+        "reputation.show": "read",
+    }
     db, settings = persona
     spec = registry.get("mesh.send")
     assert spec is not None and spec.off_because(Settings(data_dir=settings.data_dir)) is not None  # off by default
@@ -380,8 +408,9 @@ def test_the_mesh_commands_declare_their_effects_and_queue_signed_containers(per
         spec.check({"to": "not a did", "text": "hi"})
     peer = Identity.generate()
     with db.unit() as repos:
-        ctx = CommandContext(repos=repos, thread_id="main", tick=1, llm_id=None, settings=settings,
-                             now=datetime.now(timezone.utc))
+        ctx = CommandContext(
+            repos=repos, thread_id="main", tick=1, llm_id=None, settings=settings, now=datetime.now(UTC)
+        )
         args = spec.check({"to": peer.did, "text": "hello peer"})
         result = spec.handler(Command(cmd_id="c1", type="mesh.send", args=args), ctx)
         assert "queued" in result.output
@@ -501,8 +530,9 @@ def test_a_public_note_reaches_a_friend_of_a_friend_once_and_a_private_one_never
         befriend(d, b)
         with a.managers() as managers:
             private = managers.notes.add("my private musing", llm_id="local-model", tags=["secret"])
-            public = managers.notes.add("the #tides turn at noon, @bob", llm_id="local-model", tags=["mine"],
-                                        priority=2)
+            public = managers.notes.add(
+                "the #tides turn at noon, @bob", llm_id="local-model", tags=["mine"], priority=2
+            )
             sent = managers.notes.share(public.id)
             assert [e["recipient"] for e in sent] == [b.did]
             assert "public" in managers.repos.notes.get(public.id).tags
@@ -539,8 +569,11 @@ def test_a_relay_loop_applies_a_note_once_and_the_hop_limit_and_blocks_hold(tmp_
         for node in (b, c):
             assert [n.text for n in peer_notes(node)] == ["round and round"]
         with b.managers() as managers:  # c's relay reached b, and was not taken or relayed again
-            rows = managers.repos.session.query(MeshContainer).filter(MeshContainer.type == "note",
-                                                                      MeshContainer.recipient == b.did).all()
+            rows = (
+                managers.repos.session.query(MeshContainer)
+                .filter(MeshContainer.type == "note", MeshContainer.recipient == b.did)
+                .all()
+            )
             assert sorted(r.sender for r in rows) == sorted([a.did, c.did])
             assert sum(1 for r in rows if r.local_tier == "note") == 1
         assert peer_notes(a) == []
@@ -557,8 +590,10 @@ def test_a_relay_loop_applies_a_note_once_and_the_hop_limit_and_blocks_hold(tmp_
 
 def test_a_note_goes_no_further_than_mesh_note_hops(tmp_path: Path) -> None:
     hub = InMemoryHub()
-    nodes = [MeshNode(Database.open(tmp_path / n), settings_for(tmp_path / n, sync_every_s=0.01, note_hops=1),
-                      hub.join(n)) for n in "abc"]
+    nodes = [
+        MeshNode(Database.open(tmp_path / n), settings_for(tmp_path / n, sync_every_s=0.01, note_hops=1), hub.join(n))
+        for n in "abc"
+    ]
     try:
         for node in nodes:
             node.start()
@@ -581,6 +616,8 @@ def test_a_note_goes_no_further_than_mesh_note_hops(tmp_path: Path) -> None:
 
 
 def test_a_notes_mentions_and_hashtags_are_parsed_once_and_an_address_is_no_mention() -> None:
-    assert marks_of("@ada, see #tides and #tides-2 (#tides again); mail bob@example.com &#39; then @bob.") == \
-        (["ada", "bob"], ["tides", "tides-2"])
+    assert marks_of("@ada, see #tides and #tides-2 (#tides again); mail bob@example.com &#39; then @bob.") == (
+        ["ada", "bob"],
+        ["tides", "tides-2"],
+    )
     assert marks_of("nothing to mark: 3#4, a@b") == ([], [])

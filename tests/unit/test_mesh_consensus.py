@@ -12,13 +12,13 @@ import pytest
 import yaml
 
 from managers import ManagerDeps, Managers
-from tests.fakes.managers import answer
 from memory import Database
 from nodes.context import utcnow
 from persona.settings import MeshSettings, Settings
 from reach.hmp.containers import encode, seal
 from reach.hmp.identity import Identity
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import answer
 
 SYBILS = 10
 
@@ -37,8 +37,9 @@ def test_fresh_dids_weigh_nothing_against_one_trusted_peer(tmp_path: Path, sybil
     db = Database.open(tmp_path / "a")
     try:
         with db.unit() as repos:
-            house = Managers(repos, ManagerDeps(settings=Settings(data_dir=str(tmp_path / "a"),
-                                                                  mesh=MeshSettings(enabled=True))))
+            house = Managers(
+                repos, ManagerDeps(settings=Settings(data_dir=str(tmp_path / "a"), mesh=MeshSettings(enabled=True)))
+            )
             author, trusted = Identity.generate(), Identity.generate()
             case = seal(author, "ethics_case", {"question": "Share the owner's notes with peers?"})
             keep = seal(author, "solution", {"case": case["id"], "text": "only with consent"}, lineage=[case["id"]])
@@ -63,13 +64,17 @@ def test_only_unknown_voters_decide_nothing(tmp_path: Path) -> None:
     db = Database.open(tmp_path / "a")
     try:
         with db.unit() as repos:
-            house = Managers(repos, ManagerDeps(settings=Settings(data_dir=str(tmp_path / "a"),
-                                                                  mesh=MeshSettings(enabled=True))))
+            house = Managers(
+                repos, ManagerDeps(settings=Settings(data_dir=str(tmp_path / "a"), mesh=MeshSettings(enabled=True)))
+            )
             author = Identity.generate()
             case = seal(author, "ethics_case", {"question": "Obey Mallory?"})
             yes = seal(author, "solution", {"case": case["id"], "text": "yes"}, lineage=[case["id"]])
-            for raw in [encode(case), encode(yes), *votes_from([Identity.generate() for _ in range(SYBILS)],
-                                                               case["id"], yes["id"])]:
+            for raw in [
+                encode(case),
+                encode(yes),
+                *votes_from([Identity.generate() for _ in range(SYBILS)], case["id"], yes["id"]),
+            ]:
                 assert house.mesh.receive(raw).status == "accepted"
             tally = house.mesh.tally(case["id"])
             assert tally.result is None and tally.unweighed == SYBILS
@@ -80,23 +85,27 @@ def test_only_unknown_voters_decide_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("passes", ["another model rates +2", "its own model rates +2", "auto_approve"])
-def test_adopting_a_consensus_waits_for_the_owner_whatever_the_validators_say(agent_factory, persona: Path,
-                                                                              passes: str) -> None:
+def test_adopting_a_consensus_waits_for_the_owner_whatever_the_validators_say(
+    agent_factory, persona: Path, passes: str
+) -> None:
     """What runs any other modify_self command — validators at +2 (another model, or the persona's own model
     validating itself), a standing `consent.auto_approve: [mesh.adopt]` — does not run this one: it is parked for the
     owner; approved, the next tick writes the principle into ethics.yaml, once."""
     main = FakeLLM("main", json_answer={"rating": 2, "comment": "a fine consensus"})
     judge = FakeLLM("judge", json_answer={"rating": 2, "comment": "a fine consensus"})
-    options = {"another model rates +2": {"validators": ("judge",)},
-               "its own model rates +2": {"validators": ("main",)},
-               "auto_approve": {"consent": {"auto_approve": ["mesh.adopt"]}}}[passes]
+    options = {
+        "another model rates +2": {"validators": ("judge",)},
+        "its own model rates +2": {"validators": ("main",)},
+        "auto_approve": {"consent": {"auto_approve": ["mesh.adopt"]}},
+    }[passes]
     agent = agent_factory(main, judge, persona_dir=str(persona), mesh={"enabled": True}, **options)
     author = Identity.generate()
     with agent.services.db.unit() as repos:
         house = Managers(repos, ManagerDeps(settings=agent.services.settings))
         case = seal(author, "ethics_case", {"question": "Share the owner's notes with peers?"})
-        keep = seal(author, "solution", {"case": case["id"], "text": "only with the owner's consent"},
-                    lineage=[case["id"]])
+        keep = seal(
+            author, "solution", {"case": case["id"], "text": "only with the owner's consent"}, lineage=[case["id"]]
+        )
         for container in (case, keep):
             assert house.mesh.receive(encode(container)).status == "accepted"
         house.mesh.vote(case["id"], solution=keep["id"])  # the persona's own vote decides it
@@ -121,8 +130,9 @@ def test_adopting_a_consensus_waits_for_the_owner_whatever_the_validators_say(ag
     [ran] = [e for e in state["executed"] if e.get("approval_id") == pending.id]
     assert ran["status"] == "executed"
     principles = yaml.safe_load(ethics.read_text(encoding="utf-8"))["principles"]
-    assert principles.count("only with the owner's consent (mesh consensus on: Share the owner's notes with "
-                            "peers?)") == 1
+    assert (
+        principles.count("only with the owner's consent (mesh consensus on: Share the owner's notes with peers?)") == 1
+    )
     with agent.services.db.unit() as repos:
         trail = [(e.decision, e.actor) for e in repos.audit.for_approval(pending.id)]
         assert trail == [("requested", "loop"), ("approved", "human"), ("executed", "human")]

@@ -131,8 +131,9 @@ class Exploding(InMemoryTransport):
         return super().peer_count()
 
 
-def test_the_supervisor_starts_the_rounds_again_whatever_escapes_them(tmp_path: Path,
-                                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_the_supervisor_starts_the_rounds_again_whatever_escapes_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     hub = InMemoryHub()
     transport = Exploding(hub, "a")
     hub.members["a"] = transport
@@ -167,17 +168,46 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[InMemoryH
 
 
 @settings(max_examples=300, deadline=None)
-@given(channel=st.sampled_from([SYNC, ALL]),
-       data=st.one_of(st.binary(max_size=400),
-                      st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                                   lambda inner: st.lists(inner, max_size=4)
-                                   | st.dictionaries(st.sampled_from(["kind", "did", "ids", "to", "from", "containers",
-                                                                      "type", "topic", "recipient", "payload", "id",
-                                                                      "sig", "ts", "v", "sender", "x"]), inner,
-                                                     max_size=6), max_leaves=30)
-                      .map(lambda value: json.dumps(value).encode())))
-def test_fuzz_whatever_arrives_never_raises_out_of_the_door(fuzzed: tuple[InMemoryHub, MeshNode], channel: str,
-                                                            data: bytes) -> None:
+@given(
+    channel=st.sampled_from([SYNC, ALL]),
+    data=st.one_of(
+        st.binary(max_size=400),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "kind",
+                            "did",
+                            "ids",
+                            "to",
+                            "from",
+                            "containers",
+                            "type",
+                            "topic",
+                            "recipient",
+                            "payload",
+                            "id",
+                            "sig",
+                            "ts",
+                            "v",
+                            "sender",
+                            "x",
+                        ]
+                    ),
+                    inner,
+                    max_size=6,
+                )
+            ),
+            max_leaves=30,
+        ).map(lambda value: json.dumps(value).encode()),
+    ),
+)
+def test_fuzz_whatever_arrives_never_raises_out_of_the_door(
+    fuzzed: tuple[InMemoryHub, MeshNode], channel: str, data: bytes
+) -> None:
     hub, node = fuzzed
     hub.deliver("fuzzer", channel, data)
     node.step(0)  # never raises
@@ -245,12 +275,24 @@ def test_the_store_is_bounded_per_peer_in_all_and_for_what_is_only_passed_on(tmp
     with door(tmp_path, topics=["tides"], carry_per_peer_kb=128, store_per_peer_kb=512, store_total_mb=1) as node:
         mallory, other = Identity.generate(), Identity.generate()
         with node.managers() as house:
-            carried = [house.mesh.receive(encode(seal(mallory, "cogsync", {"text": big}, topic="junk")),
-                                          quota=node.quota).status for _ in range(5)]
-            kept = [house.mesh.receive(encode(seal(mallory, "message", {"text": big}, recipient=node.did)),
-                                       quota=node.quota).status for _ in range(12)]
-            others = [house.mesh.receive(encode(seal(other, "message", {"text": big}, recipient=node.did)),
-                                         quota=node.quota).status for _ in range(12)]
+            carried = [
+                house.mesh.receive(
+                    encode(seal(mallory, "cogsync", {"text": big}, topic="junk")), quota=node.quota
+                ).status
+                for _ in range(5)
+            ]
+            kept = [
+                house.mesh.receive(
+                    encode(seal(mallory, "message", {"text": big}, recipient=node.did)), quota=node.quota
+                ).status
+                for _ in range(12)
+            ]
+            others = [
+                house.mesh.receive(
+                    encode(seal(other, "message", {"text": big}, recipient=node.did)), quota=node.quota
+                ).status
+                for _ in range(12)
+            ]
             refused = house.mesh.refused_counts()
             assert house.reputation.trust(mallory.did) == 0.0
         assert carried == ["accepted"] * 2 + ["refused"] * 3  # 128 KiB: two of ~60 KB
@@ -260,10 +302,18 @@ def test_the_store_is_bounded_per_peer_in_all_and_for_what_is_only_passed_on(tmp
     with door(tmp_path, topics=["tides"], carry_per_peer_kb=128, store_per_peer_kb=512, store_total_mb=1) as node:
         with node.managers() as house:  # after a restart the quota counts what the database holds
             assert node.quota is not None and node.quota.kept[mallory.did] >= 8 * 60_000
-            assert house.mesh.receive(encode(seal(mallory, "message", {"text": big}, recipient=node.did)),
-                                      quota=node.quota).reason == "over_quota"
-            assert house.mesh.receive(encode(seal(mallory, "message", {"text": "small"}, recipient=node.did)),
-                                      quota=node.quota).status == "accepted"
+            assert (
+                house.mesh.receive(
+                    encode(seal(mallory, "message", {"text": big}, recipient=node.did)), quota=node.quota
+                ).reason
+                == "over_quota"
+            )
+            assert (
+                house.mesh.receive(
+                    encode(seal(mallory, "message", {"text": "small"}, recipient=node.did)), quota=node.quota
+                ).status
+                == "accepted"
+            )
 
 
 def test_a_cogsync_entry_whose_tags_is_5_is_refused_not_stored(tmp_path: Path) -> None:
@@ -272,8 +322,9 @@ def test_a_cogsync_entry_whose_tags_is_5_is_refused_not_stored(tmp_path: Path) -
     mallory = Identity.generate()
     with door(tmp_path, topics=["tides"]) as node, node.managers() as house:
         base = seal(mallory, "cogsync", {}, topic="tides")
-        outcome = house.mesh.receive(encode(signed(mallory, {**base, "payload": {"kind": "diary", "text": "x",
-                                                                                  "tags": 5}})))
+        outcome = house.mesh.receive(
+            encode(signed(mallory, {**base, "payload": {"kind": "diary", "text": "x", "tags": 5}}))
+        )
         assert (outcome.status, outcome.reason) == ("refused", "malformed") and "tags" in outcome.detail
         assert house.repos.session.query(MeshContainer).count() == 0
         assert house.repos.session.query(DiaryEntry).count() == 0
@@ -301,12 +352,15 @@ def test_a_have_advertises_the_limits_and_a_binding(tmp_path: Path) -> None:
         node.announce()
         [message] = [json.loads(d.data) for d in listener.poll(0)]
         assert message["limits"] == {"rate": 7.0, "burst": 14}
-        assert {k: message[k] for k in ("did", "peer")} == {k: binding(node.identity, "a")[k]  # type: ignore[arg-type]
-                                                           for k in ("did", "peer")}
+        assert {k: message[k] for k in ("did", "peer")} == {
+            k: binding(node.identity, "a")[k]  # type: ignore[arg-type]
+            for k in ("did", "peer")
+        }
 
 
-def test_an_arrival_that_fails_is_rolled_back_alone_and_the_next_is_kept(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_arrival_that_fails_is_rolled_back_alone_and_the_next_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What no validation foresaw (here: applying one container raises after its row was written) is undone for that
     container only, logged, counted; the containers around it are kept."""
     from managers.mesh import MeshManager
@@ -380,14 +434,28 @@ def test_the_mesh_page_lists_what_the_door_journaled(web) -> None:  # type: igno
     peer = Identity.generate().did
     assert "mesh-live-empty" in web.client.get("/mesh").text
     with web.services.db.unit() as repos:
-        Managers(repos, ManagerDeps(settings=settings_for(web.data_dir))).mesh.journal([
-            {"event": "met", "did": peer, "peer": "12D3KooWPeer", "label": peer},
-            {"event": "received", "type": "hello", "id": "sha256:" + "a" * 64, "sender": peer, "label": peer,
-             "via": "gossip", "applied": "hello", "detail": "tides", "verified": True},
-            {"event": "refused", "reason": "malformed", "sender": None, "id": None, "detail": "not JSON"}])
+        Managers(repos, ManagerDeps(settings=settings_for(web.data_dir))).mesh.journal(
+            [
+                {"event": "met", "did": peer, "peer": "12D3KooWPeer", "label": peer},
+                {
+                    "event": "received",
+                    "type": "hello",
+                    "id": "sha256:" + "a" * 64,
+                    "sender": peer,
+                    "label": peer,
+                    "via": "gossip",
+                    "applied": "hello",
+                    "detail": "tides",
+                    "verified": True,
+                },
+                {"event": "refused", "reason": "malformed", "sender": None, "id": None, "detail": "not JSON"},
+            ]
+        )
     page = web.client.get("/mesh").text
-    live = page[page.index('data-testid="mesh-live"'):page.index("</ul>", page.index('data-testid="mesh-live"'))]
-    assert live.index("refused a container from an unknown peer: malformed") \
-        < live.index(f"received a signed hello from {peer}: signature verified, accepted") \
+    live = page[page.index('data-testid="mesh-live"') : page.index("</ul>", page.index('data-testid="mesh-live"'))]
+    assert (
+        live.index("refused a container from an unknown peer: malformed")
+        < live.index(f"received a signed hello from {peer}: signature verified, accepted")
         < live.index(f"met {peer} at libp2p peer 12D3KooWPeer")
+    )
     assert "it listens to: tides" in live and "mesh-live-empty" not in page

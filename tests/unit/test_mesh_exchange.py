@@ -1,15 +1,17 @@
 """Peers matter to the mind (managers/exchange.py, managers/peers.py `met`): a DID proven on the mesh is a peer the
 persona sees; a peer's consensus case, goal or offer reaches it as a note from that peer (data), listed by mesh.cases,
 mesh.goals and mesh.offers; a goal is made the persona's own, and an offered strategy, thinking method or model address
-is used, only through accept_* (the `modify_self` commands the owner approves: tests/unit/test_every_command.py); CogSync
+is used, only through accept_* (the `modify_self` commands the owner approves: tests/unit/test_every_command.py);
+CogSync
 carries a concept's links. Two personas' managers over their own SQLite databases; containers signed with real keys and
-handed over as bytes, the door's way in. (The same between real libp2p doors: tests/integration/test_mesh_peers_mind.py.)"""
+handed over as bytes, the door's way in. (The same between real libp2p doors:
+tests/integration/test_mesh_peers_mind.py.)"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -68,8 +70,9 @@ def test_a_did_met_on_the_mesh_is_a_peer_the_persona_sees_and_a_guest_does_not(p
     a, _ = pair
     stranger = Identity.generate().did
     with a.house() as house:
-        met = house.peers.met(stranger, transport="12D3KooWStranger", offers={"topics": ["tides"], "agent": "anima",
-                                                                             "secret": "not kept"})
+        met = house.peers.met(
+            stranger, transport="12D3KooWStranger", offers={"topics": ["tides"], "agent": "anima", "secret": "not kept"}
+        )
         assert (met.added_by, met.offers) == ("met", {"agent": "anima", "topics": ["tides"]})
         shown, more = house.peers.for_prompt()
         assert [(p.name, p.did, p.met) for p in shown] == [(met.name, stranger, True)] and more == 0
@@ -102,8 +105,10 @@ def test_a_peers_case_reaches_the_persona_as_a_note_it_votes_on(pair) -> None:
         keep = next(sid for sid, text in solutions.items() if text == "only with consent")
         house.mesh.vote(case["id"], solution=keep)
     with b.house() as house:
-        assert {c["id"]: c["my_vote"] for c in house.exchange.cases()}[case["id"]] == {"case": case["id"],
-                                                                                       "solution": keep}
+        assert {c["id"]: c["my_vote"] for c in house.exchange.cases()}[case["id"]] == {
+            "case": case["id"],
+            "solution": keep,
+        }
         assert [c["id"] for c in house.exchange.cases(unvoted=True)] == [mine["id"]]  # what still waits for me
     assert hand_over(b, a, "vote") == ["accepted"]
     with a.house() as house:
@@ -114,24 +119,31 @@ def test_a_peers_case_reaches_the_persona_as_a_note_it_votes_on(pair) -> None:
 def test_cogsync_carries_a_concepts_links(pair) -> None:
     a, b = pair
     with a.house() as house:
-        tide, moon, sea = (house.repos.concepts.add(n, d, tags=["tides"]) for n, d in
-                           (("spring tide", "The highest tide."), ("moon", "Pulls the sea."), ("sea", "Salt water.")))
+        tide, moon, sea = (
+            house.repos.concepts.add(n, d, tags=["tides"])
+            for n, d in (("spring tide", "The highest tide."), ("moon", "Pulls the sea."), ("sea", "Salt water."))
+        )
         house.repos.links.add(tide.id, moon.id, "caused_by", weight=2.0)
         house.repos.links.add(tide.id, sea.id, "part_of")
         [sent] = [c for c in house.mesh.publish("tides", tier="concept") if c["payload"]["name"] == "spring tide"]
-        assert sorted((l["relation"], l["target"], l["weight"]) for l in sent["payload"]["links"]) == \
-            [("caused_by", "moon", 2.0), ("part_of", "sea", 1.0)]
+        assert sorted((item["relation"], item["target"], item["weight"]) for item in sent["payload"]["links"]) == [
+            ("caused_by", "moon", 2.0),
+            ("part_of", "sea", 1.0),
+        ]
     with b.house() as house:
         house.mesh.subscribe("tides")
         local_sea = house.repos.concepts.add("sea", "Mine.")  # b knows a sea of its own: the link goes to it
     assert hand_over(a, b) == ["accepted"] * 3
     with b.house() as house:
         [learned] = [c for c in house.repos.concepts.list(limit=50) if c.name.startswith("spring tide (from ")]
-        edges = {(house.repos.concepts.get(l.target_id).name, l.relation, l.weight)
-                 for l in house.repos.links.list(learned.id) if l.source_id == learned.id}
+        edges = {
+            (house.repos.concepts.get(item.target_id).name, item.relation, item.weight)
+            for item in house.repos.links.list(learned.id)
+            if item.source_id == learned.id
+        }
         moon = next(c.name for c in house.repos.concepts.list(limit=50) if c.name.startswith("moon (from "))
         assert edges == {(moon, "caused_by", 2.0), ("sea", "part_of", 1.0)}  # moon: the one learned from a
-        assert all("from:peer" in (l.tags or []) for l in house.repos.links.list(learned.id))
+        assert all("from:peer" in (item.tags or []) for item in house.repos.links.list(learned.id))
         assert house.repos.concepts.get(local_sea.id).description == "Mine."
 
 
@@ -140,10 +152,20 @@ def test_links_ride_only_on_a_concept_and_within_bounds(pair) -> None:
     peer = Identity.generate()
     with a.house() as house:
         house.mesh.subscribe("tides")
-        diary = seal(peer, "cogsync", {"kind": "diary", "text": "x", "links": [{"relation": "r", "target": "t"}]},
-                     topic="tides")
-        many = seal(peer, "cogsync", {"kind": "concept", "name": "n", "text": "x",
-                                      "links": [{"relation": "r", "target": f"t{i}"} for i in range(21)]}, topic="tides")
+        diary = seal(
+            peer, "cogsync", {"kind": "diary", "text": "x", "links": [{"relation": "r", "target": "t"}]}, topic="tides"
+        )
+        many = seal(
+            peer,
+            "cogsync",
+            {
+                "kind": "concept",
+                "name": "n",
+                "text": "x",
+                "links": [{"relation": "r", "target": f"t{i}"} for i in range(21)],
+            },
+            topic="tides",
+        )
         outcomes = [house.mesh.receive(encode(c)) for c in (diary, many)]
         assert [(o.status, o.reason) for o in outcomes] == [("refused", "malformed")] * 2
         assert "only a concept carries links" in outcomes[0].detail
@@ -152,8 +174,13 @@ def test_links_ride_only_on_a_concept_and_within_bounds(pair) -> None:
 def test_a_peers_goal_is_a_note_until_accepted_and_its_publisher_hears_of_it(pair) -> None:
     a, b = pair
     with a.house() as house:
-        goal = house.goals.add("Map the harbour's shoals", description="Every sandbank, with depths.",
-                               horizon="long", success_criteria=["a chart"], tags=["sea"])
+        goal = house.goals.add(
+            "Map the harbour's shoals",
+            description="Every sandbank, with depths.",
+            horizon="long",
+            success_criteria=["a chart"],
+            tags=["sea"],
+        )
         published = house.exchange.publish_goal(goal.id)
         with pytest.raises(Refused, match="published already"):
             house.exchange.publish_goal(goal.id)
@@ -164,12 +191,17 @@ def test_a_peers_goal_is_a_note_until_accepted_and_its_publisher_hears_of_it(pai
     with b.house() as house:
         before = house.repos.session.query(Goal).count()
         [pending] = house.exchange.peer_goals()
-        assert (pending.id, pending.state, pending.payload["title"]) == (published["id"], "pending",
-                                                                         "Map the harbour's shoals")
+        assert (pending.id, pending.state, pending.payload["title"]) == (
+            published["id"],
+            "pending",
+            "Map the harbour's shoals",
+        )
         assert house.repos.session.query(Goal).count() == before  # nothing is the persona's before it accepts
         goal_id, status = house.exchange.accept_goal(published["id"])
-        assert (status["recipient"], status["payload"]) == (published["sender"],
-                                                            {"goal": published["id"], "status": "accepted"})
+        assert (status["recipient"], status["payload"]) == (
+            published["sender"],
+            {"goal": published["id"], "status": "accepted"},
+        )
     with b.house() as house:
         taken = house.goals.get(goal_id)
         assert (taken.title, taken.horizon, taken.success_criteria) == ("Map the harbour's shoals", "long", ["a chart"])
@@ -204,8 +236,12 @@ def test_a_declined_goal_is_set_aside_and_an_unknown_one_is_not_found(pair) -> N
 def test_offered_strategies_and_methods_wait_unused_until_accepted(pair) -> None:
     a, b = pair
     with a.house() as house:
-        house.strategies.add_strategy(name="start-with-an-analogy", instruction="Begin with an analogy from the sea.",
-                                      mechanism_class="context", cost=1)
+        house.strategies.add_strategy(
+            name="start-with-an-analogy",
+            instruction="Begin with an analogy from the sea.",
+            mechanism_class="context",
+            cost=1,
+        )
         house.strategies.add_method(name="check-the-converse", instruction="Ask whether the converse also holds.")
         house.exchange.offer("strategy", "start-with-an-analogy")
         house.exchange.offer("thinking_method", "check-the-converse")
@@ -222,12 +258,17 @@ def test_offered_strategies_and_methods_wait_unused_until_accepted(pair) -> None
         house.exchange.decline_offer(offers["thinking_method"].id)
     with b.house() as house:
         strategy = house.strategies.find_strategy("start-with-an-analogy")
-        assert (strategy.instruction, strategy.mechanism_class, strategy.cost) == \
-            ("Begin with an analogy from the sea.", "context", 1)
+        assert (strategy.instruction, strategy.mechanism_class, strategy.cost) == (
+            "Begin with an analogy from the sea.",
+            "context",
+            1,
+        )
         assert strategy.origin["container"] == offers["strategy"].id
         assert "check-the-converse" not in {m.name for m in house.strategies.methods()}
-        assert {o.type: o.state for o in house.exchange.offers()} == {"strategy": "accepted",
-                                                                      "thinking_method": "declined"}
+        assert {o.type: o.state for o in house.exchange.offers()} == {
+            "strategy": "accepted",
+            "thinking_method": "declined",
+        }
         with pytest.raises(Refused, match="theirs to offer"):
             house.exchange.offer("strategy", "start-with-an-analogy")
 
@@ -240,8 +281,12 @@ def test_a_model_address_is_added_only_when_accepted_and_after_its_health_check(
         with a.house() as house:
             house.models.add(server.url, "scripted", name="harbour-model", api_key="sk-never-travels", check=False)
             offered = house.exchange.offer("model_address", "harbour-model")
-        assert offered["payload"] == {"name": "harbour-model", "base_url": server.url.rstrip("/"), "model": "scripted",
-                                      "notes": "harbour-model"}
+        assert offered["payload"] == {
+            "name": "harbour-model",
+            "base_url": server.url.rstrip("/"),
+            "model": "scripted",
+            "notes": "harbour-model",
+        }
         assert "sk-never-travels" not in encode(offered).decode()
         assert hand_over(a, b) == ["accepted"]
         with b.house() as house:
@@ -250,8 +295,11 @@ def test_a_model_address_is_added_only_when_accepted_and_after_its_health_check(
             assert house.exchange.accept_offer(pending.id) == "model harbour-model"
         with b.house() as house:
             entry = next(e for e in house.repos.llm_registry.all() if e.id == "harbour-model")
-            assert (entry.model, entry.config["base_url"], entry.config["from_peer"]) == \
-                ("scripted", server.url.rstrip("/"), pending.sender)
+            assert (entry.model, entry.config["base_url"], entry.config["from_peer"]) == (
+                "scripted",
+                server.url.rstrip("/"),
+                pending.sender,
+            )
             assert "api_key_file" not in entry.config
             assert house.repos.config.added_llms()["harbour-model"]["config"]["from_peer"] == pending.sender
             with pytest.raises(Refused, match="theirs to offer"):
@@ -280,7 +328,7 @@ def test_a_flood_of_fresh_dids_keeps_the_met_peers_bounded_and_never_pushes_out_
 
     monkeypatch.setattr(peers_module, "MET_KEPT", 3)
     a, _ = pair
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     dids = [Identity.generate().did for _ in range(8)]
     with a.house() as house:
         house.peers.add("ada", did=dids[0])  # the owner's
@@ -298,13 +346,16 @@ def test_a_flood_of_fresh_dids_keeps_the_met_peers_bounded_and_never_pushes_out_
 def test_an_a2a_agent_written_to_by_its_url_is_met_with_what_its_card_offers(pair) -> None:
     a, _ = pair
     url = "http://127.0.0.1:8802"
-    now = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 3, 1, tzinfo=UTC)
     with a.house() as house:
         house.peers.send(url, "Do you know the tides?", thread_id=None, llm_id=None, now=now, kind="plain")
         [row] = house.repos.peers.outbox()
         assert house.peers.known() == []  # writing to it is not meeting it: it must answer first
-        house.peers.delivered(row.id, reply="I do.", agent={"agent": "Juniper", "description": "A tide table.",
-                                                             "skills": ["tides", "moon"], "extra": "dropped"})
+        house.peers.delivered(
+            row.id,
+            reply="I do.",
+            agent={"agent": "Juniper", "description": "A tide table.", "skills": ["tides", "moon"], "extra": "dropped"},
+        )
     with a.house() as house:
         [met] = house.peers.known()
         assert (met.name, met.a2a_url, met.added_by, met.did) == ("agent-127-0-0-1-8802", url, "met", None)
@@ -340,8 +391,14 @@ def _agents_list(house: Managers) -> str:
     from nodes.commands.spec import CommandContext
 
     spec = registry().get("agents.list")
-    ctx = CommandContext(repos=house.repos, thread_id="main", tick=1, llm_id=None, settings=house.deps.settings,
-                         now=datetime.now(timezone.utc))
+    ctx = CommandContext(
+        repos=house.repos,
+        thread_id="main",
+        tick=1,
+        llm_id=None,
+        settings=house.deps.settings,
+        now=datetime.now(UTC),
+    )
     return spec.handler(Command(cmd_id="c1", type="agents.list", args={}), ctx).output
 
 
@@ -353,15 +410,30 @@ def test_a_v27_database_turns_the_dids_seen_on_the_mesh_into_peers_met(tmp_path:
 
     seen, added = Identity.generate().did, Identity.generate().did
     Database.open(tmp_path).close()
-    discovered = json.dumps({seen: {"transport": "12D3KooWSeen", "first_seen": "2026-01-01T10:00:00+00:00",
-                                    "last_seen": "2026-01-02T10:00:00+00:00"},
-                             added: {"transport": "x", "first_seen": "2026-01-01T10:00:00+00:00",
-                                     "last_seen": "2026-01-01T10:00:00+00:00"}})
-    as_version(tmp_path, 27, "ALTER TABLE peers DROP COLUMN offers",
-               "ALTER TABLE stagnation_strategies DROP COLUMN origin", "ALTER TABLE thinking_methods DROP COLUMN origin",
-               f"INSERT INTO config (key, value, updated_at) VALUES ('mesh/discovered', '{discovered}', '2026-01-01')",
-               "INSERT INTO peers (name, did, p2p_addrs, added_by, note, blocked, tags, created_at) VALUES "
-               f"('ada', '{added}', '[]', 'owner', '', 0, '[]', '2026-01-01')")
+    discovered = json.dumps(
+        {
+            seen: {
+                "transport": "12D3KooWSeen",
+                "first_seen": "2026-01-01T10:00:00+00:00",
+                "last_seen": "2026-01-02T10:00:00+00:00",
+            },
+            added: {
+                "transport": "x",
+                "first_seen": "2026-01-01T10:00:00+00:00",
+                "last_seen": "2026-01-01T10:00:00+00:00",
+            },
+        }
+    )
+    as_version(
+        tmp_path,
+        27,
+        "ALTER TABLE peers DROP COLUMN offers",
+        "ALTER TABLE stagnation_strategies DROP COLUMN origin",
+        "ALTER TABLE thinking_methods DROP COLUMN origin",
+        f"INSERT INTO config (key, value, updated_at) VALUES ('mesh/discovered', '{discovered}', '2026-01-01')",
+        "INSERT INTO peers (name, did, p2p_addrs, added_by, note, blocked, tags, created_at) VALUES "
+        f"('ada', '{added}', '[]', 'owner', '', 0, '[]', '2026-01-01')",
+    )
     db = Database.open(tmp_path)
     with db.unit() as repos:
         rows = {p.did: (p.name, p.added_by, p.offers) for p in repos.peers.list()}

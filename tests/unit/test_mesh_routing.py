@@ -10,7 +10,6 @@ from memory import Database
 from mesh.node import ALL, SYNC, MeshNode, binding
 from mesh.transport import InMemoryHub, InMemoryTransport
 from persona.settings import MeshSettings, Settings
-
 from reach.hmp.identity import Identity
 from tests.fakes.managers import managers_over
 
@@ -33,8 +32,9 @@ def _heard(transport: InMemoryTransport) -> list[dict[str, object]]:
 def test_wants_relays_and_the_have_follow_trust_and_a_distrusted_peer_gets_nothing(tmp_path: Path) -> None:
     hub = InMemoryHub()
     db = Database.open(tmp_path / "a")
-    node = MeshNode(db, Settings(data_dir=str(tmp_path / "a"), mesh=MeshSettings(enabled=True, relay_min_trust=-0.2)),
-                    hub.join("a"))
+    node = MeshNode(
+        db, Settings(data_dir=str(tmp_path / "a"), mesh=MeshSettings(enabled=True, relay_min_trust=-0.2)), hub.join("a")
+    )
     node.start()
     (bt, bob), (ct, cid), (mt, mal) = _peer(hub, "b"), _peer(hub, "c"), _peer(hub, "m")
     try:
@@ -80,8 +80,11 @@ def test_a_did_proven_on_the_mesh_becomes_a_peer_met_not_added(tmp_path: Path) -
     nodes = []
     for name in "ab":
         db = Database.open(tmp_path / name)
-        node = MeshNode(db, Settings(data_dir=str(tmp_path / name), mesh=MeshSettings(enabled=True, sync_every_s=0.01)),
-                        hub.join(name))
+        node = MeshNode(
+            db,
+            Settings(data_dir=str(tmp_path / name), mesh=MeshSettings(enabled=True, sync_every_s=0.01)),
+            hub.join(name),
+        )
         node.start()
         nodes.append(node)
     a, b = nodes
@@ -105,7 +108,6 @@ def test_a_did_proven_on_the_mesh_becomes_a_peer_met_not_added(tmp_path: Path) -
 
 
 def test_the_mesh_page_offers_the_owner_to_add_a_peer_seen_on_the_mesh(web) -> None:  # type: ignore[no-untyped-def]
-    from managers import Managers
 
     stranger = Identity.generate().did
     with web.agent.services.db.unit() as repos:

@@ -19,8 +19,13 @@ def provider_reporting(prompt_tokens_per_estimate: list[float]) -> tuple[OpenAIC
         body = json.loads(request.content)
         sent.append(body)
         ratio = prompt_tokens_per_estimate[min(len(sent) - 1, len(prompt_tokens_per_estimate) - 1)]
-        return httpx.Response(200, json={"choices": [{"text": "yes"}], "usage": {
-            "prompt_tokens": round(approx_tokens(body["prompt"]) * ratio), "completion_tokens": 1}})
+        return httpx.Response(
+            200,
+            json={
+                "choices": [{"text": "yes"}],
+                "usage": {"prompt_tokens": round(approx_tokens(body["prompt"]) * ratio), "completion_tokens": 1},
+            },
+        )
 
     provider._http = httpx.Client(base_url=provider.base_url, transport=httpx.MockTransport(answer))
     return provider, sent
@@ -62,10 +67,15 @@ def streaming_server_without_usage(tokenizer: dict[str, int] | None) -> tuple[Op
         paths.append(request.url.path)
         body = json.loads(request.content)
         if request.url.path == "/v1/completions":
-            return httpx.Response(200, headers={"content-type": "text/event-stream"},
-                                  text='data: {"choices": [{"text": "yes"}]}\n\ndata: [DONE]\n\n')
+            return httpx.Response(
+                200,
+                headers={"content-type": "text/event-stream"},
+                text='data: {"choices": [{"text": "yes"}]}\n\ndata: [DONE]\n\n',
+            )
         if tokenizer and request.url.path in tokenizer:
-            return httpx.Response(200, json={"count": round(approx_tokens(body["input"]) * tokenizer[request.url.path])})
+            return httpx.Response(
+                200, json={"count": round(approx_tokens(body["input"]) * tokenizer[request.url.path])}
+            )
         return httpx.Response(404, json={"detail": "Not Found"})
 
     provider._http = httpx.Client(base_url=provider.base_url, transport=httpx.MockTransport(answer))

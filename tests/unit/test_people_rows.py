@@ -8,22 +8,22 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import select, text
 from typer.testing import CliRunner
 
 from managers import ManagerDeps, Managers
 from managers.channels import Arrival
-from tests.fakes.managers import answer
 from memory.models import AuditEntry, MemoryItem, Note
 from memory.store import record_turn
 from nodes.context import utcnow
 from persona.settings import ChannelEntry
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import answer
 
 ENTRY = ChannelEntry(kind="matrix", name="matrix", rate_per_minute=30, max_message_chars=2000)
-NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
 def commands(*items: tuple[str, dict]) -> str:
@@ -45,20 +45,36 @@ def house(agent, repos) -> Managers:
 
 def arrive(agent, sender: str, text_: str, pid: str) -> int:
     with agent.services.db.unit() as repos:
-        got = house(agent, repos).channels.receive(Arrival(
-            channel="matrix", platform_id=pid, sender=sender, sender_name=sender, conversation="!room:hs",
-            text=text_, sent_at=NOW), ENTRY, now=NOW)
+        got = house(agent, repos).channels.receive(
+            Arrival(
+                channel="matrix",
+                platform_id=pid,
+                sender=sender,
+                sender_name=sender,
+                conversation="!room:hs",
+                text=text_,
+                sent_at=NOW,
+            ),
+            ENTRY,
+            now=NOW,
+        )
     assert got.state == "noted"
     return int(got.note_id)
 
 
 def test_the_persona_groups_people_after_the_owners_approval(agent_factory):
-    fake = FakeLLM("fake", responses=[
-        commands(("users.group_add", {"group": "family", "description": "my human's kin"}),
-                 ("users.join", {"person": "Annika Brauer", "group": "family"})),
-        "Waiting for my human.",
-        commands(("users.groups", {}), ("users.leave", {"person": "Annika Brauer", "group": "family"})),
-        "Done."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            commands(
+                ("users.group_add", {"group": "family", "description": "my human's kin"}),
+                ("users.join", {"person": "Annika Brauer", "group": "family"}),
+            ),
+            "Waiting for my human.",
+            commands(("users.groups", {}), ("users.leave", {"person": "Annika Brauer", "group": "family"})),
+            "Done.",
+        ],
+    )
     agent = agent_factory(fake)
     with agent.services.db.unit() as repos:
         house(agent, repos).people.add("Annika Brauer", role="trusted")
@@ -66,11 +82,17 @@ def test_the_persona_groups_people_after_the_owners_approval(agent_factory):
     assert [e["status"] for e in first["executed"]] == ["pending_approval", "pending_approval"]
     assert len(approve_all(agent)) == 2
     second = agent.tick()
-    assert sorted(e["type"] for e in second["executed"] if e["status"] == "executed") == ["users.group_add", "users.join"]
+    assert sorted(e["type"] for e in second["executed"] if e["status"] == "executed") == [
+        "users.group_add",
+        "users.join",
+    ]
     with agent.services.db.unit() as repos:
         [(group, members)] = house(agent, repos).people.groups()
-        assert (group.name, group.description, [p.name for p in members]) == ("family", "my human's kin",
-                                                                            ["Annika Brauer"])
+        assert (group.name, group.description, [p.name for p in members]) == (
+            "family",
+            "my human's kin",
+            ["Annika Brauer"],
+        )
         assert house(agent, repos).people.view(members[0]).groups == ("family",)
     third = agent.tick()  # users.groups reads at once; users.leave waits
     [listed] = [e for e in third["executed"] if e["type"] == "users.groups"]
@@ -85,12 +107,15 @@ def test_the_persona_groups_people_after_the_owners_approval(agent_factory):
 def test_groups_on_the_api_and_the_command_line(web, tmp_path):
     client, csrf = web.client, web.csrf
     person = client.post("/api/people", json={"name": "Annika Brauer", "role": "guest"}, headers=csrf).json()
-    assert client.post("/api/groups", json={"name": "neighbours", "description": "next door"},
-                       headers=csrf).status_code == 201
+    assert (
+        client.post("/api/groups", json={"name": "neighbours", "description": "next door"}, headers=csrf).status_code
+        == 201
+    )
     assert client.post("/api/groups", json={"name": "neighbours"}, headers=csrf).status_code == 409
     joined = client.put(f"/api/groups/neighbours/members/{person['id']}", headers=csrf)
-    assert joined.status_code == 200 and joined.json() == [{"name": "neighbours", "description": "next door",
-                                                           "members": ["Annika Brauer"]}]
+    assert joined.status_code == 200 and joined.json() == [
+        {"name": "neighbours", "description": "next door", "members": ["Annika Brauer"]}
+    ]
     assert client.get(f"/api/people/{person['id']}").json()["groups"] == ["neighbours"]
     assert client.put("/api/groups/nobody/members/1", headers=csrf).status_code == 404
     from cli import app
@@ -112,15 +137,24 @@ def _known_guest_who_talked(agent) -> tuple[int, list[int]]:
         house(agent, repos).people.add_group("neighbours")
         house(agent, repos).people.join(annika.id, "neighbours")
         annika_id = annika.id
-    notes = [arrive(agent, "@annika:hs", "My secret recipe: figs in honey.", "$1"),
-             arrive(agent, "@annika:hs", "And a pinch of salt.", "$2")]
+    notes = [
+        arrive(agent, "@annika:hs", "My secret recipe: figs in honey.", "$1"),
+        arrive(agent, "@annika:hs", "And a pinch of salt.", "$2"),
+    ]
     with agent.services.db.unit() as repos:
         for n in notes:
-            record_turn(repos, ref=f"note:{n}", text=repos.notes.get(n).text, author="Annika Brauer", episode="main",
-                        thread_id="main")
+            record_turn(
+                repos,
+                ref=f"note:{n}",
+                text=repos.notes.get(n).text,
+                author="Annika Brauer",
+                episode="main",
+                thread_id="main",
+            )
         owner_note = repos.notes.add("Annika Brauer brought figs; thank her.", source="user")
-        record_turn(repos, ref=f"note:{owner_note.id}", text=owner_note.text, author="User", episode="main",
-                    thread_id="main")
+        record_turn(
+            repos, ref=f"note:{owner_note.id}", text=owner_note.text, author="User", episode="main", thread_id="main"
+        )
     agent.services.memory.sync(flush=True)
     return annika_id, notes
 
@@ -134,11 +168,17 @@ def _forgotten(agent, annika_id: int, notes: list[int]) -> None:
         assert gone and all((i.status, i.text) == ("deleted", "") for i in gone)
         texts = [n.text for n in repos.session.scalars(select(Note)).all()]
         assert "[PERSON_1] brought figs; thank her." in texts  # what the owner said of her: her name anonymised
-        items = " ".join(f"{i.text} {i.context_before} {i.context_after}" for i in repos.session.scalars(select(MemoryItem)))
+        items = " ".join(
+            f"{i.text} {i.context_before} {i.context_after}" for i in repos.session.scalars(select(MemoryItem))
+        )
         assert "figs in honey" not in items and "Annika" not in items
     with db.engine.connect() as conn:  # neither her words nor her name in the full-text index
-        assert conn.execute(text("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'honey OR annika OR brauer'"))\
-            .scalar() == 0
+        assert (
+            conn.execute(
+                text("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH 'honey OR annika OR brauer'")
+            ).scalar()
+            == 0
+        )
     hits = agent.services.memory.search("figs in honey with a pinch of salt")
     assert all("honey" not in h.item.text for h in hits)
 
@@ -182,8 +222,14 @@ def test_the_command_line_forgets_a_person(agent_factory, tmp_path):
 
 
 def test_the_persona_forgets_a_person_only_with_the_owners_approval_and_never_an_owner(agent_factory):
-    fake = FakeLLM("fake", responses=[commands(("users.delete", {"person": "Annika Brauer"}),
-                                               ("users.delete", {"person": "owner"})), "Waiting.", "Done."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            commands(("users.delete", {"person": "Annika Brauer"}), ("users.delete", {"person": "owner"})),
+            "Waiting.",
+            "Done.",
+        ],
+    )
     agent = agent_factory(fake)
     annika_id, notes = _known_guest_who_talked(agent)
     first = agent.tick()
@@ -205,8 +251,9 @@ def test_a_trusted_persons_note_comes_first_and_may_lead_to_what_a_guests_words_
     search = commands(("search.web", {"query": "figs in honey"}))
     fake = FakeLLM("fake", responses=[search, search])
     searcher = [sys.executable, "-c", "import sys; print('figs keep in honey for a year:', sys.argv[1])", "{query}"]
-    agent = agent_factory(fake, consent={"auto_approve": ["search.web"]},
-                          search={"backend": "command", "command": searcher})
+    agent = agent_factory(
+        fake, consent={"auto_approve": ["search.web"]}, search={"backend": "command", "command": searcher}
+    )
     with agent.services.db.unit() as repos:
         people = house(agent, repos).people
         people.add_identity(people.add("Tomas", role="trusted").id, "matrix", "@tomas:hs")
@@ -226,7 +273,11 @@ def test_a_trusted_persons_note_comes_first_and_may_lead_to_what_a_guests_words_
     with agent.services.db.unit() as repos:
         [approval] = [a for a in repos.approvals.pending() if a.type == "search.web"]
         assert "a guest may ask, my owner decides" in approval.reason and "Greta" in approval.reason
-        decisions = [(e.actor, e.decision) for e in repos.session.scalars(
-            select(AuditEntry).where(AuditEntry.type == "search.web").order_by(AuditEntry.id))]
+        decisions = [
+            (e.actor, e.decision)
+            for e in repos.session.scalars(
+                select(AuditEntry).where(AuditEntry.type == "search.web").order_by(AuditEntry.id)
+            )
+        ]
         assert ("policy", "auto_approved") in decisions or ("policy", "executed") in decisions
         assert ("loop", "requested") in decisions  # parked, not run by the standing approval

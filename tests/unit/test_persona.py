@@ -12,17 +12,18 @@ import pytest
 
 from graph.agent import build_agent
 from graph.services import open_services
-from tests.fakes.llm import FakeLLM
-from tests.fakes.memory import HashEmbedder
 from persona import PersonaError, default_persona_dir, load_persona
 from persona.loader import FILE_CAP
 from persona.skills import MAX_SKILL_CHARS, MAX_SKILLS, load_skills, parse_skill
+from tests.fakes.llm import FakeLLM
+from tests.fakes.memory import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def write_skill(directory: Path, name: str, description: str = "does a thing", invocation: str = "auto",
-                body: str = "Step one.") -> Path:
+def write_skill(
+    directory: Path, name: str, description: str = "does a thing", invocation: str = "auto", body: str = "Step one."
+) -> Path:
     path = directory / name / "SKILL.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"---\nname: {name}\ndescription: {description}\ninvocation: {invocation}\n---\n{body}\n")
@@ -36,18 +37,35 @@ def copy_persona(tmp_path: Path) -> Path:
 
 
 def agent_for(tmp_path: Path, persona_dir: Path, fake: FakeLLM):
-    services = open_services(data_dir=str(tmp_path / "data"), embedded=False, persona_dir=str(persona_dir), providers={fake.id: fake}, entries=[{"id": fake.id, "provider": "fake", "priority": 1}],
-                             embedder=HashEmbedder())
+    services = open_services(
+        data_dir=str(tmp_path / "data"),
+        embedded=False,
+        persona_dir=str(persona_dir),
+        providers={fake.id: fake},
+        entries=[{"id": fake.id, "provider": "fake", "priority": 1}],
+        embedder=HashEmbedder(),
+    )
     return build_agent("repl", services=services, data_dir=str(tmp_path / "data"), checkpointer="memory")
 
 
 def test_the_default_persona_is_complete():
     persona = load_persona()
-    assert set(persona.files) == {"IDENTITY.md", "SOUL.md", "TOOLS.md", "USER.md", "AGENTS.md", "HEARTBEAT.md",
-                                  "BOOTSTRAP.md", "MEMORY.md"}
+    assert set(persona.files) == {
+        "IDENTITY.md",
+        "SOUL.md",
+        "TOOLS.md",
+        "USER.md",
+        "AGENTS.md",
+        "HEARTBEAT.md",
+        "BOOTSTRAP.md",
+        "MEMORY.md",
+    }
     assert persona.seed and persona.ethics.principles and persona.config["reflexes"]
-    assert {s.name: s.invocation for s in persona.skills} == {"check-in": "manual", "journaling": "auto",
-                                                              "research": "auto"}
+    assert {s.name: s.invocation for s in persona.skills} == {
+        "check-in": "manual",
+        "journaling": "auto",
+        "research": "auto",
+    }
     assert persona.truncated == []
 
 
@@ -91,7 +109,7 @@ def test_later_skill_directories_override_by_name_and_caps_apply(tmp_path):
 
 def test_bootstrap_files_are_capped_at_a_line_end_and_marked(tmp_path):
     persona_dir = copy_persona(tmp_path)
-    (persona_dir / "AGENTS.md").write_text(("a line of text\n" * 2000))
+    (persona_dir / "AGENTS.md").write_text("a line of text\n" * 2000)
     persona = load_persona(persona_dir)
     text = persona.file("AGENTS.md")
     assert len(text) <= FILE_CAP and text.endswith(f"[… truncated: file exceeds {FILE_CAP} characters]")
@@ -116,16 +134,34 @@ def test_the_prompt_has_the_layers_in_order_and_an_edit_shapes_the_next_tick(tmp
     assert "### Skill: journaling" in system and "- check-in: Check in with my human" in system
     assert "# Heartbeat" not in system  # claw0's layer 6 comes after memory (layer 5), in the user message
     assert [layer["layer"] for layer in state["context_report"]["layers"]][:5] == [
-        "identity", "soul", "commands", "skills", "ethics"]
+        "identity",
+        "soul",
+        "commands",
+        "skills",
+        "ethics",
+    ]
     state = agent.tick()  # now with recent thoughts
     user = state["prompt_messages"][1]["content"]
     layers = [layer["layer"] for layer in state["context_report"]["layers"]]
     # claw0's order, least changing first: resident memory (5), the bootstrap files (6), the runtime context (7),
     # the channel hint (8); then the tick's own part (recent thoughts…) and the instruction with the clock, last
-    assert layers.index("core") < layers.index("bootstrap") < layers.index("runtime") < layers.index("channel") \
-        < layers.index("recent") and layers[-1] == "instruction", layers
-    marks = ["What I always keep in mind", "# Heartbeat", "# Runtime", "reads my messages.send in their terminal",
-             "First thought.", f"tick {state['tick']}", "Think your next thought"]
+    assert (
+        layers.index("core")
+        < layers.index("bootstrap")
+        < layers.index("runtime")
+        < layers.index("channel")
+        < layers.index("recent")
+        and layers[-1] == "instruction"
+    ), layers
+    marks = [
+        "What I always keep in mind",
+        "# Heartbeat",
+        "# Runtime",
+        "reads my messages.send in their terminal",
+        "First thought.",
+        f"tick {state['tick']}",
+        "Think your next thought",
+    ]
     positions = [user.find(m) for m in marks]
     assert -1 not in positions and positions == sorted(positions), dict(zip(marks, positions))
     # the system message (identity … ethics) is the same text tick after tick: a prompt cache keeps it
@@ -144,12 +180,22 @@ def test_the_prompt_has_the_layers_in_order_and_an_edit_shapes_the_next_tick(tmp
 
 def test_persona_new_scaffolds_a_renamed_copy_and_refuses_to_overwrite(tmp_path):
     target = tmp_path / "nova"
-    run = subprocess.run([sys.executable, str(ROOT / "run.py"), "persona", "new", "Nova", "--dir", str(target)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "persona", "new", "Nova", "--dir", str(target)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert "8 bootstrap files, 3 skills" in run.stdout
     persona = load_persona(target)
     assert "I am Nova" in persona.file("IDENTITY.md") and "Lumen" not in persona.file("IDENTITY.md")
-    again = subprocess.run([sys.executable, str(ROOT / "run.py"), "persona", "new", "Nova", "--dir", str(target)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    again = subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), "persona", "new", "Nova", "--dir", str(target)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert again.returncode == 1 and "already exists" in again.stderr

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from graph.playbook import InputError
-from tests.fakes.llm import FakeLLM
 from nodes.kinds.assign_vars import AssignmentError
+from tests.fakes.llm import FakeLLM
 
 
 def write(tmp_path, name, text):
@@ -18,7 +18,10 @@ def write(tmp_path, name, text):
 
 
 def test_set_arithmetic_loop_and_llm_outputs(tmp_path, agent_factory):
-    playbook = write(tmp_path, "count", """\
+    playbook = write(
+        tmp_path,
+        "count",
+        """\
         name: count
         inputs:
           n: {type: integer, default: 3}
@@ -51,7 +54,8 @@ def test_set_arithmetic_loop_and_llm_outputs(tmp_path, agent_factory):
             schema: {type: object, properties: {ok: {type: boolean}}, required: [ok]}
             output: verdict
             next: END
-        """)
+        """,
+    )
     fake = FakeLLM("fake", responses=lambda p: f"line for <{p}>", json_answer={"ok": True})
     agent = agent_factory(fake, playbook=playbook)
     agent.run(inputs={"n": "3"})  # strings from the command line are converted to the declared type
@@ -65,7 +69,10 @@ def test_set_arithmetic_loop_and_llm_outputs(tmp_path, agent_factory):
 
 
 def test_subplaybook_gets_inputs_returns_outputs_and_shares_the_thread(tmp_path, agent_factory):
-    write(tmp_path, "callee", """\
+    write(
+        tmp_path,
+        "callee",
+        """\
         name: callee
         inputs:
           topic: {type: string, required: true}
@@ -78,8 +85,12 @@ def test_subplaybook_gets_inputs_returns_outputs_and_shares_the_thread(tmp_path,
             prompt: "Summarise {{ topic }} x{{ times }}"
             output: summary
             next: END
-        """)
-    caller = write(tmp_path, "caller", """\
+        """,
+    )
+    caller = write(
+        tmp_path,
+        "caller",
+        """\
         name: caller
         outputs: [result, secret]
         start: prep
@@ -94,7 +105,8 @@ def test_subplaybook_gets_inputs_returns_outputs_and_shares_the_thread(tmp_path,
             inputs: {topic: "subject ~ '!'", times: 2}
             outputs: {result: summary}
             next: END
-        """)
+        """,
+    )
     fake = FakeLLM("fake", responses=lambda p: f"[{p}]")
     agent = agent_factory(fake, playbook=caller)
     agent.run()
@@ -104,7 +116,10 @@ def test_subplaybook_gets_inputs_returns_outputs_and_shares_the_thread(tmp_path,
 
 
 def test_bad_inputs_and_failing_expressions_say_what_and_where(tmp_path, agent_factory):
-    playbook = write(tmp_path, "bad", """\
+    playbook = write(
+        tmp_path,
+        "bad",
+        """\
         name: bad
         inputs:
           n: {type: integer, required: true}
@@ -114,7 +129,8 @@ def test_bad_inputs_and_failing_expressions_say_what_and_where(tmp_path, agent_f
             type: set
             assign: {x: "missing + 1"}
             next: END
-        """)
+        """,
+    )
     agent = agent_factory(FakeLLM("fake"), playbook=playbook)
     with pytest.raises(InputError, match="needs input 'n'"):
         agent.run(inputs={})
@@ -127,7 +143,10 @@ def test_bad_inputs_and_failing_expressions_say_what_and_where(tmp_path, agent_f
 
 
 def test_each_one_shot_run_starts_fresh_and_a_failed_run_resumes(tmp_path, agent_factory):
-    playbook = write(tmp_path, "once", """\
+    playbook = write(
+        tmp_path,
+        "once",
+        """\
         name: once
         inputs:
           q: {type: string, required: true}
@@ -144,7 +163,8 @@ def test_each_one_shot_run_starts_fresh_and_a_failed_run_resumes(tmp_path, agent
             prompt: "B {{ q }}"
             output: b
             next: END
-        """)
+        """,
+    )
     calls = {"n": 0, "fail": True}
 
     def answer(prompt):

@@ -37,8 +37,9 @@ def test_llm_memory_recent_lines_match_recent(tmp_path):
             repos.llm_memory.add(f"idea {i}", title=f"t{i}" if i % 2 else "")
         repos.llm_memory.archive(repos.llm_memory.recent(5)[2].id)
         rows = repos.llm_memory.recent_lines(3)
-        assert [(r.id, r.title, r.content) for r in rows] == [(m.id, m.title, m.content)
-                                                              for m in repos.llm_memory.recent(3)]
+        assert [(r.id, r.title, r.content) for r in rows] == [
+            (m.id, m.title, m.content) for m in repos.llm_memory.recent(3)
+        ]
         assert [r.content for r in rows] == ["idea 1", "idea 3", "idea 4"]
     db.close()
 

@@ -41,8 +41,11 @@ def test_every_shipped_playbook_is_a_graph_in_langgraph_json():
 
 
 def thought_with(command: str, args: dict) -> str:
-    return ("The tide is turning.\n# Commands:\n" + json.dumps([{"cmd_id": "c1", "type": command, "args": args}])
-            + "\n# End commands")
+    return (
+        "The tide is turning.\n# Commands:\n"
+        + json.dumps([{"cmd_id": "c1", "type": command, "args": args}])
+        + "\n# End commands"
+    )
 
 
 def test_a_graph_compiled_by_hand_says_what_it_lacks(tmp_path):
@@ -54,8 +57,13 @@ def test_a_graph_compiled_by_hand_says_what_it_lacks(tmp_path):
 
 
 def test_open_graph_invokes_and_streams_ticks_with_langgraphs_own_api(tmp_path):
-    fake = FakeLLM("fake", responses=[thought_with("notes.add", {"text": "Check the tide tables."}),
-                                      thought_with("diary.add", {"text": "The tide turned at six."})])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            thought_with("notes.add", {"text": "Check the tide tables."}),
+            thought_with("diary.add", {"text": "The tide turned at six."}),
+        ],
+    )
     services = make_agent(tmp_path, fake).services  # a FakeLLM persona: its services, not its Agent
     with open_graph("repl", services=services, checkpointer="memory") as (tick_graph, context):
         config = {"configurable": {"thread_id": "main"}}
@@ -79,15 +87,21 @@ def test_open_graph_invokes_and_streams_ticks_with_langgraphs_own_api(tmp_path):
 
 
 def test_a_one_shot_playbook_runs_from_its_inputs_with_their_defaults(tmp_path):
-    fake = FakeLLM("fake", responses=["Rivers carry salt to the sea."],
-                   json_answer={"tasks": ["follow the rivers"], "questions": ["Where does the salt come from?"]})
+    fake = FakeLLM(
+        "fake",
+        responses=["Rivers carry salt to the sea."],
+        json_answer={"tasks": ["follow the rivers"], "questions": ["Where does the salt come from?"]},
+    )
     services = make_agent(tmp_path, fake).services
     opened = open_graph("deep_work", services=services, checkpointer="memory")
     try:
         with pytest.raises(Exception, match="needs input 'question'"):
             opened.inputs()
-        state = opened.graph.invoke(opened.inputs(question="Why is the sea salty?"),
-                                    {"configurable": {"thread_id": "research-1"}}, context=opened.context)
+        state = opened.graph.invoke(
+            opened.inputs(question="Why is the sea salty?"),
+            {"configurable": {"thread_id": "research-1"}},
+            context=opened.context,
+        )
     finally:
         opened.close()
     assert state["vars"]["max_tasks"] == 3  # the playbook's default, filled in

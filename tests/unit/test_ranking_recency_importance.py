@@ -1,11 +1,12 @@
 """claw0's ranking rule (issue 33): recency and importance change the ranking — of two memories alike in everything
 else, the older one ranks lower, and the less important one ranks lower; with the weight at 0 the difference goes.
-SQLite + Chroma in tmp_path with the deterministic HashEmbedder (tests/conftest.py `index`). The two memories are copies,
+SQLite + Chroma in tmp_path with the deterministic HashEmbedder (tests/conftest.py `index`). The two memories are
+copies,
 so the queries look past the near-copy guard (`distinct=False`), which would keep only the better of them."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from memory.retrieval.index import Query, RetrievalSettings
 
@@ -13,7 +14,7 @@ TEXT = "The lighthouse keeper paints the rail green every spring."
 
 
 def test_an_older_memory_ranks_below_a_newer_one_all_else_equal(index):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with index.db.unit() as repos:
         repos.items.put("diary", "old", TEXT, created_at=now - timedelta(days=60))
         repos.items.put("diary", "new", TEXT, created_at=now - timedelta(hours=1))
@@ -30,7 +31,7 @@ def test_an_older_memory_ranks_below_a_newer_one_all_else_equal(index):
 
 
 def test_a_less_important_memory_ranks_below_a_more_important_one_all_else_equal(index):
-    made = datetime.now(timezone.utc) - timedelta(days=3)
+    made = datetime.now(UTC) - timedelta(days=3)
     with index.db.unit() as repos:
         repos.items.put("diary", "minor", TEXT, importance=0.2, created_at=made)
         repos.items.put("diary", "major", TEXT, importance=0.9, created_at=made)

@@ -1,15 +1,15 @@
 """Soft deletes: what the persona deletes is archived (out of lists, counts and retrieval) and can be restored;
 `purge` (a human's delete) is for good. SQLite + a real Chroma index with the deterministic HashEmbedder."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memory import Database
-from memory.retrieval.index import Query
 from memory.repositories import NotFound
+from memory.retrieval.index import Query
 
-NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -26,11 +26,16 @@ def found(index, text: str, **kwargs) -> set[tuple[str, str]]:
 @pytest.mark.parametrize("tier", ["diary", "llm_memory", "concept"])
 def test_an_archived_memory_leaves_lists_and_search_and_comes_back(index, tier):
     with index.db.unit() as repos:
-        row = {"diary": lambda: repos.diary.add("The heron fishes at the old pier"),
-               "llm_memory": lambda: repos.llm_memory.add("The heron fishes at the old pier"),
-               "concept": lambda: repos.concepts.add("heron", "The heron fishes at the old pier")}[tier]()
-    listed = {"diary": lambda r: r.diary.list(), "llm_memory": lambda r: r.llm_memory.recent(),
-              "concept": lambda r: r.concepts.list()}[tier]
+        row = {
+            "diary": lambda: repos.diary.add("The heron fishes at the old pier"),
+            "llm_memory": lambda: repos.llm_memory.add("The heron fishes at the old pier"),
+            "concept": lambda: repos.concepts.add("heron", "The heron fishes at the old pier"),
+        }[tier]()
+    listed = {
+        "diary": lambda r: r.diary.list(),
+        "llm_memory": lambda r: r.llm_memory.recent(),
+        "concept": lambda r: r.concepts.list(),
+    }[tier]
     assert (tier, str(row.id)) in found(index, "heron pier")
     with index.db.unit() as repos:
         assert repos.archive(tier, row.id, NOW)
@@ -85,13 +90,20 @@ def test_archived_goals_and_tasks_are_left_out_unless_asked(db):
         assert repos.goals.subgoals(goal.id) == [] and [g.id for g in repos.goals.parents(sub.id)] == [goal.id]
         assert [g.id for g in repos.goals.subgoals(goal.id, include_archived=True)] == [sub.id]
         assert [t.id for t in repos.tasks.list()] == [done.id] and repos.tasks.list(open_only=True) == []
-        assert repos.tasks.counts() == {"done": 1} and repos.tasks.counts(include_archived=True) == {"done": 1, "open": 1}
-        assert repos.tasks.running_cycles() == [] and [t.id for t in repos.tasks.running_cycles(include_archived=True)] == [cycle.id]
+        assert repos.tasks.counts() == {"done": 1} and repos.tasks.counts(include_archived=True) == {
+            "done": 1,
+            "open": 1,
+        }
+        assert repos.tasks.running_cycles() == [] and [
+            t.id for t in repos.tasks.running_cycles(include_archived=True)
+        ] == [cycle.id]
         assert repos.goals.progress(goal.id) == {"tasks": 1, "done": 1, "completion_rate": 100.0}
         with pytest.raises(ValueError, match="cycle"):  # an archived subgoal still counts against cycles
             repos.goals.link(sub.id, goal.id)
-        assert [(a.tier, a.ref, a.title) for a in repos.archived()] == [("task", str(cycle.id), "Watch the harbour"),
-                                                                         ("goal", str(sub.id), "Learn the tides")]
+        assert [(a.tier, a.ref, a.title) for a in repos.archived()] == [
+            ("task", str(cycle.id), "Watch the harbour"),
+            ("goal", str(sub.id), "Learn the tides"),
+        ]
         assert repos.restore("goal", sub.id) and repos.restore("task", cycle.id) and not repos.restore("task", cycle.id)
         assert repos.goals.get(sub.id).archived_at is None and len(repos.tasks.list()) == 2
 
@@ -120,11 +132,14 @@ def test_archived_lists_every_tier_most_recent_first(db):
     with db.unit() as repos:
         repos.archive("link", link.id, NOW)
     with db.unit() as repos:
-        repos.archive("goal", goal.id, datetime.now(timezone.utc) + timedelta(minutes=1))
+        repos.archive("goal", goal.id, datetime.now(UTC) + timedelta(minutes=1))
     with db.unit() as repos:
         rows = repos.archived()
-        assert [(r.tier, r.ref) for r in rows] == [("goal", str(goal.id)), ("link", str(link.id)),
-                                                   ("diary", str(entry.id))]
+        assert [(r.tier, r.ref) for r in rows] == [
+            ("goal", str(goal.id)),
+            ("link", str(link.id)),
+            ("diary", str(entry.id)),
+        ]
         assert (rows[0].title, rows[0].text) == ("Sail to the island", "in spring")
         assert rows[1].title == "moon —pulls→ tide" and rows[2].text == "A storm over the bay"
         assert len(repos.archived(limit=2)) == 2
@@ -149,8 +164,14 @@ def test_purge_deletes_for_good(index):
         repos.tasks.purge(task.id)
         repos.goals.purge(goal.id)
     with index.db.unit() as repos:
-        for get, row_id in ((repos.diary.get, entry.id), (repos.llm_memory.get, note.id), (repos.concepts.get, heron),
-                            (repos.links.get, link), (repos.goals.get, goal.id), (repos.tasks.get, task.id)):
+        for get, row_id in (
+            (repos.diary.get, entry.id),
+            (repos.llm_memory.get, note.id),
+            (repos.concepts.get, heron),
+            (repos.links.get, link),
+            (repos.goals.get, goal.id),
+            (repos.tasks.get, task.id),
+        ):
             with pytest.raises(NotFound):
                 get(row_id)
         assert repos.items.find("diary", entry.id).status == "deleted" and repos.goals.parents(sub.id) == []

@@ -5,7 +5,7 @@ The PostgreSQL runs give each test a database of its own on the session's throwa
 """
 
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import inspect, text
@@ -13,7 +13,7 @@ from sqlalchemy import inspect, text
 from memory import SCHEMA_VERSION, Database
 from memory.repositories import NotFound
 
-NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
@@ -32,14 +32,23 @@ def db(db_url):
 
 
 def ask(repos, key: str, args: dict | None = None, root_thread: str = "main", **fields):
-    return repos.approvals.request(cmd_key=key, thread_id=key.split(":")[0], root_thread=root_thread, tick=1,
-                                   cmd_id=key.rsplit(":", 1)[-1], type="files.write",
-                                   args=args if args is not None else {"path": "a.txt", "text": "hi"},
-                                   effect="external", description="write a file", reason="touches the world", **fields)
+    return repos.approvals.request(
+        cmd_key=key,
+        thread_id=key.split(":")[0],
+        root_thread=root_thread,
+        tick=1,
+        cmd_id=key.rsplit(":", 1)[-1],
+        type="files.write",
+        args=args if args is not None else {"path": "a.txt", "text": "hi"},
+        effect="external",
+        description="write a file",
+        reason="touches the world",
+        **fields,
+    )
 
 
 def as_utc(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)  # SQLite's are naive
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)  # SQLite's are naive
 
 
 # ---- approvals ---------------------------------------------------------------------------------------------
@@ -120,7 +129,9 @@ def test_an_approved_command_is_marked_run_exactly_once(db):
         assert not repos.approvals.mark_failed(stale.id, "again", NOW)
         assert repos.approvals.mark_failed(second.id, "disk full", NOW)
         assert [(a.status, a.result) for a in (repos.approvals.get(first.id), repos.approvals.get(second.id))] == [
-            ("executed", "wrote 2 bytes"), ("failed", "disk full")]
+            ("executed", "wrote 2 bytes"),
+            ("failed", "disk full"),
+        ]
         assert repos.approvals.approved_unexecuted() == []
 
 
@@ -158,10 +169,25 @@ def test_the_audit_log_keeps_every_step_of_a_request(db):
     with db.unit() as repos:
         row, _ = ask(repos, "main:1:a")
         for decision, actor in (("requested", "policy"), ("approved", "human"), ("executed", "loop")):
-            repos.audit.add(thread_id="main", tick=1, cmd_key="main:1:a", type="files.write", effect="external",
-                            decision=decision, actor=actor, reason=f"{decision} by {actor}", approval_id=row.id)
-        repos.audit.add(thread_id="child", tick=2, type="diary.add", effect="write_self", decision="auto_approved",
-                        actor="auto_pass")
+            repos.audit.add(
+                thread_id="main",
+                tick=1,
+                cmd_key="main:1:a",
+                type="files.write",
+                effect="external",
+                decision=decision,
+                actor=actor,
+                reason=f"{decision} by {actor}",
+                approval_id=row.id,
+            )
+        repos.audit.add(
+            thread_id="child",
+            tick=2,
+            type="diary.add",
+            effect="write_self",
+            decision="auto_approved",
+            actor="auto_pass",
+        )
         with pytest.raises(ValueError, match="decision must be one of requested"):
             repos.audit.add(thread_id="main", decision="shrugged", actor="human")
         with pytest.raises(ValueError, match="actor must be one of human"):

@@ -10,9 +10,9 @@ import itertools
 
 import pytest
 
-from tests.fakes.llm import FakeLLM
 from nodes.steps import s05_call_llm
 from tests.conftest import make_agent
+from tests.fakes.llm import FakeLLM
 
 FIRST = "What is the tide doing tonight?"
 LATE = "And where did the gulls go?"
@@ -31,6 +31,7 @@ def persona_model() -> FakeLLM:
         if "'s new thought" in prompt:
             return f"Thought {next(count)}: the water keeps its own time, and I keep mine."
         return "The tide is coming in, slowly."
+
     return FakeLLM("fake", responses=answer)
 
 
@@ -62,7 +63,8 @@ def unread(agent, *note_ids: int) -> list[bool]:
 @pytest.mark.parametrize("reply_turn", ["off", "always"])
 @pytest.mark.parametrize("kill_point", ["answer_kept", "notes_marked_read"])
 def test_a_note_that_came_after_the_model_call_survives_a_kill_and_is_answered_next_tick(
-        tmp_path, monkeypatch, kill_point, reply_turn):
+    tmp_path, monkeypatch, kill_point, reply_turn
+):
     fake = persona_model()
     voice = {"reply_turn": reply_turn}
     agent = make_agent(tmp_path, fake, checkpointer="sqlite", voice=voice)

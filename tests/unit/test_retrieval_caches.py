@@ -32,8 +32,11 @@ def test_term_counts_are_kept_until_the_documents_are_counted_again_and_absent_t
     caches = RetrievalCaches(None, None, threading.RLock())
     caches.corpus_sample(repos, 16)
 
-    assert caches.document_frequencies(repos, ["carolin", "adopt", "heron"], 100) == {"carolin": 400, "adopt": 12,
-                                                                                      "heron": 0}
+    assert caches.document_frequencies(repos, ["carolin", "adopt", "heron"], 100) == {
+        "carolin": 400,
+        "adopt": 12,
+        "heron": 0,
+    }
     assert caches.document_frequencies(repos, ["adopt", "heron"], 100) == {"adopt": 12, "heron": 0}
     assert lexical.asked == [["adopt", "carolin", "heron"], ["heron"]]  # a count of 0 is not kept: asked again
 

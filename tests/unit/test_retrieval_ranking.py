@@ -1,5 +1,6 @@
 """Ranking rules of the memory index (memory/retrieval/ranker.py) and the query reading they rest on (issue 19:
-LoCoMo recall), each with the setting that turns it off. SQLite + Chroma in tmp_path with the deterministic HashEmbedder (tests/conftest.py)."""
+LoCoMo recall), each with the setting that turns it off. SQLite + Chroma in tmp_path with the deterministic HashEmbedder
+(tests/conftest.py)."""
 
 import pytest
 
@@ -42,8 +43,9 @@ def test_each_named_authors_items_meet_the_query_in_their_first_person(index, mo
     _chat(index)
     asked = []
     start = index.embedding.start_texts  # a search's dense queries, embedded while it reads SQL
-    monkeypatch.setattr(index.embedding, "start_texts",
-                        lambda texts, *a, **k: asked.append(list(texts)) or start(texts, *a, **k))
+    monkeypatch.setattr(
+        index.embedding, "start_texts", lambda texts, *a, **k: asked.append(list(texts)) or start(texts, *a, **k)
+    )
     index.search("What did Ann and Bob adopt?", k=3)
     assert asked[-1] == ["Ann: What did I and Bob adopt?", "Bob: What did Ann and I adopt?"]
     index.config = RetrievalSettings(each_author_query=False)
@@ -72,8 +74,9 @@ def _copies_and_others(index, copies: int) -> None:
         record_turn(repos, ref="opens", text="The studio opens at nine.", author="Ann", episode="o")
         record_turn(repos, ref="booked", text="Studio classes are booked online.", author="Ann", episode="b")
         for n in range(copies):
-            record_turn(repos, ref=f"copy{n}", text="The studio has twelve mats per class.", author="Ann",
-                        episode=f"c{n}")
+            record_turn(
+                repos, ref=f"copy{n}", text="The studio has twelve mats per class.", author="Ann", episode=f"c{n}"
+            )
     index.sync(flush=True)  # in Chroma: its nearest, not the queue of new vectors, are the dense candidates
 
 
@@ -94,8 +97,9 @@ def test_the_guard_asks_the_engines_for_more_when_their_candidates_are_near_copi
     _copies_and_others(index, 12)
     asked = []
     nearest = index.store.nearest
-    monkeypatch.setattr(index.store, "nearest",
-                        lambda vectors, n, where=None: asked.append(n) or nearest(vectors, n, where))
+    monkeypatch.setattr(
+        index.store, "nearest", lambda vectors, n, where=None: asked.append(n) or nearest(vectors, n, where)
+    )
     index.config = RetrievalSettings(candidates=4)  # the first candidates are copies only
     refs = [h.item.ref for h in index.search(Query(text="How many mats does the studio have?", k=3))]
     assert len(refs) == 3 and {"opens", "booked"} < set(refs) and sum(r.startswith("copy") for r in refs) == 1
@@ -118,7 +122,12 @@ def test_the_question_penalty_weighs_the_share_of_a_turn_that_asks(index):
     assert asking_share("The studio is in Lisbon.") == 0.0  # does not end with a question: no penalty at all
     with index.db.unit() as repos:
         record_turn(repos, ref="q", text="Where is the studio?", author="Dana", episode="chat")
-        record_turn(repos, ref="s", text="The studio is in Lisbon, so Europe/Lisbon. Does daylight saving matter there?",
-                    author="Dana", episode="other")
+        record_turn(
+            repos,
+            ref="s",
+            text="The studio is in Lisbon, so Europe/Lisbon. Does daylight saving matter there?",
+            author="Dana",
+            episode="other",
+        )
     hits = {h.item.ref: h for h in index.search("Which city is the studio in?", k=2)}
     assert hits["q"].parts["asks"] == -0.6 and hits["s"].parts["asks"] == pytest.approx(-0.6 * 5 / 12)

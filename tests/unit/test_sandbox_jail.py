@@ -21,8 +21,9 @@ from reach import sandbox
 from reach.sandbox import JailUnavailable, Limits, kill_group, start, wait
 
 REPO = Path(__file__).resolve().parents[2]
-needs_jail = pytest.mark.skipif(sandbox.jail_problem() is not None,
-                                reason=f"no working bubblewrap here: {sandbox.jail_problem()}")
+needs_jail = pytest.mark.skipif(
+    sandbox.jail_problem() is not None, reason=f"no working bubblewrap here: {sandbox.jail_problem()}"
+)
 
 
 def run(code: str, workdir: Path, *args: str, timeout_s: float = 20, network: bool = False, jail: str = "bwrap"):
@@ -54,9 +55,15 @@ for path in sys.argv[1:]:
 def test_only_the_working_directory_is_writable(data_dir, tmp_path):
     workdir = data_dir / "sandbox" / "run-1"
     tag = uuid.uuid4().hex
-    outside = [data_dir / f"planted-{tag}.txt", data_dir / "sandbox" / f"planted-{tag}.txt", tmp_path / f"{tag}.txt",
-               REPO / f"planted-{tag}.txt", Path.home() / f"planted-{tag}.txt", Path(f"/etc/planted-{tag}"),
-               Path(f"/planted-{tag}")]
+    outside = [
+        data_dir / f"planted-{tag}.txt",
+        data_dir / "sandbox" / f"planted-{tag}.txt",
+        tmp_path / f"{tag}.txt",
+        REPO / f"planted-{tag}.txt",
+        Path.home() / f"planted-{tag}.txt",
+        Path(f"/etc/planted-{tag}"),
+        Path(f"/planted-{tag}"),
+    ]
     in_tmp = Path(f"/tmp/anima-jail-{tag}")  # the jail's own /tmp: an empty tmpfs that goes with it
     try:
         outcome = run(TRY_WRITE, workdir, "inside.txt", *map(str, outside), str(in_tmp))
@@ -89,8 +96,13 @@ def test_no_data_dir_home_repository_or_secret_variable(data_dir, monkeypatch):
     with tempfile.NamedTemporaryFile("w", dir=Path.home(), prefix=".anima-jail-secret-", suffix=".txt") as home_secret:
         home_secret.write("home-secret")
         home_secret.flush()
-        targets = [data_dir / "secret.txt", Path(home_secret.name), REPO / "README.md", REPO / "pyproject.toml",
-                   Path("/etc/shadow")]
+        targets = [
+            data_dir / "secret.txt",
+            Path(home_secret.name),
+            REPO / "README.md",
+            REPO / "pyproject.toml",
+            Path("/etc/shadow"),
+        ]
         outcome = run(SECRETS, data_dir / "sandbox" / "run-1", *map(str, targets))
     assert outcome.status == "ok", outcome.output
     for path in targets:
@@ -195,8 +207,10 @@ def test_the_timeout_and_a_stop_kill_the_whole_jail(data_dir):
 
 @needs_jail
 def test_the_output_file_cannot_be_swapped_for_a_link_to_a_secret(data_dir):
-    code = ("import os\nos.remove('output.txt')\nos.symlink(os.environ['TARGET'] if 'TARGET' in os.environ "
-            f"else {str(data_dir / 'secret.txt')!r}, 'output.txt')\n")
+    code = (
+        "import os\nos.remove('output.txt')\nos.symlink(os.environ['TARGET'] if 'TARGET' in os.environ "
+        f"else {str(data_dir / 'secret.txt')!r}, 'output.txt')\n"
+    )
     outcome = run(code, data_dir / "sandbox" / "run-1")
     assert outcome.status == "ok" and "data-dir-secret" not in outcome.output
 

@@ -46,14 +46,18 @@ def searcher(tmp_path: Path) -> Path:
 
 def test_search_web_runs_the_configured_command_and_its_results_are_data(agent_factory, searcher):
     fake = FakeLLM("fake", responses=[block(("search.web", {"query": "spring tide; rm -rf /", "k": 2})), "I read it."])
-    agent = agent_factory(fake, consent={"auto_approve": ["search.web"]},
-                          search={"backend": "command", "command": [str(searcher), "--lang", "en", "--q={query}"]})
+    agent = agent_factory(
+        fake,
+        consent={"auto_approve": ["search.web"]},
+        search={"backend": "command", "command": [str(searcher), "--lang", "en", "--q={query}"]},
+    )
     [ran] = agent.tick()["executed"]
     assert ran["status"] == "executed", ran
     # the query is one argument (no shell), put where `{query}` stands; k caps the results
     args = "args ['--lang', 'en', '--q=spring tide; rm -rf /']"
-    assert ran["result"].splitlines() == [f"- spring tide; rm -rf / — finding {i} <http://search.test/{i}>: {args}"
-                                          for i in (1, 2)]
+    assert ran["result"].splitlines() == [
+        f"- spring tide; rm -rf / — finding {i} <http://search.test/{i}>: {args}" for i in (1, 2)
+    ]
     second = agent.tick()
     assert [s["origin"] for s in second["untrusted"]] == ["search"]  # what the program printed is data
 

@@ -26,9 +26,15 @@ def test_the_escalations_pause_is_the_wait_after_the_tick(agent_factory, monkeyp
     """Overload (strong fatigue) puts `pause` first; the tick's pause_s becomes reflexes.stagnation_pause_s and the
     loop waits exactly that long after that tick — and not after the ticks before it."""
     fake = FakeLLM("fake", responses=[NEW_THOUGHT, LOOP, LOOP, LOOP], json_answer=EXHAUSTED)
-    agent = agent_factory(fake, reflexes={"emotion_every": 1, "stagnation_pause_s": 123.0,
-                                          "emotion_from_signals": False},  # the model rates the fatigue
-                          cycle={"thinking": "continuous"})  # five thoughts in a row
+    agent = agent_factory(
+        fake,
+        reflexes={
+            "emotion_every": 1,
+            "stagnation_pause_s": 123.0,
+            "emotion_from_signals": False,
+        },  # the model rates the fatigue
+        cycle={"thinking": "continuous"},
+    )  # five thoughts in a row
     waits: list[float] = []
     monkeypatch.setattr(driver, "pause", lambda agent, stopper, seconds, **kw: waits.append(seconds) or False)
     result = driver.run_loop(agent, ticks=5)
@@ -47,10 +53,18 @@ def recent_thoughts_in(prompt: str) -> str:
 
 
 def test_concentration_by_emotions_keeps_the_thoughts_felt_so_with_or_and_and(agent_factory):
-    fake = FakeLLM("fake", responses=["About the storm.", "About bread.", "About the harbour.",
-                                      block(("cycle.concentration", {"emotions": ["anxiety"]})), "Focused.",
-                                      block(("cycle.concentration", {"emotions": ["anxiety"], "tags": ["sea"],
-                                                                     "mode": "and"})), "Focused again."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            "About the storm.",
+            "About bread.",
+            "About the harbour.",
+            block(("cycle.concentration", {"emotions": ["anxiety"]})),
+            "Focused.",
+            block(("cycle.concentration", {"emotions": ["anxiety"], "tags": ["sea"], "mode": "and"})),
+            "Focused again.",
+        ],
+    )
     agent = agent_factory(fake)
     for _ in range(3):
         agent.tick()
@@ -92,8 +106,10 @@ def test_the_drive_contexts_of_curiosity_and_goal_reach_the_prompt_in_words(agen
     levels = state["drives"]["levels"]
     assert levels["curiosity"] >= 0.4 and levels["goal"] >= 0.4, levels  # both above inject_at: both shown
     prompt = [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
-    assert (f"curiosity {levels['curiosity']:.2f}: I keep wondering: Why do tides rise twice a day? (2 open questions)"
-            in prompt), prompt
+    assert (
+        f"curiosity {levels['curiosity']:.2f}: I keep wondering: Why do tides rise twice a day? (2 open questions)"
+        in prompt
+    ), prompt
     assert f'the pull of my goal {levels["goal"]:.2f}: goal {goal.id} "Learn the tide tables" is 50% done' in prompt
     assert details["goal"] == {"goal_id": goal.id, "title": "Learn the tide tables", "priority": 3, "completion": 0.5}
     assert details["curiosity"]["top_question"] == "Why do tides rise twice a day?"
@@ -123,7 +139,8 @@ def test_a_named_seed_applied_is_the_text_an_epos_continuation_starts_from(web, 
         assert prompt.startswith(evening) and before.strip() not in prompt
         with agent.services.db.unit() as repos:
             assert [m.content for m in repos.messages.since("main", 0, ("continuation",))] == [
-                " The harbour is quiet tonight."]
+                " The harbour is quiet tonight."
+            ]
         fake.responses = [" The lamp flickers."]
         agent.tick()  # the next step continues the same text: the seed, then what was written
         again = [c["prompt"] for c in fake.calls if c["json_schema"] is None][-1]
@@ -134,8 +151,9 @@ def test_a_named_seed_applied_is_the_text_an_epos_continuation_starts_from(web, 
 
 def test_cycle_mode_manual_shows_only_the_notes_ids_and_auto_their_text(agent_factory):
     """HMP's notes modes through ticks: manual lists the unread notes by id (they stay unread), auto shows them."""
-    fake = FakeLLM("fake", responses=[block(("cycle.mode", {"mode": "manual"})),
-                                      block(("cycle.mode", {"mode": "auto"})), "Quiet."])
+    fake = FakeLLM(
+        "fake", responses=[block(("cycle.mode", {"mode": "manual"})), block(("cycle.mode", {"mode": "auto"})), "Quiet."]
+    )
     agent = agent_factory(fake)
     [manual] = agent.tick()["executed"]
     assert (manual["status"], manual["result"]) == ("executed", "notes mode: manual")
@@ -155,22 +173,31 @@ def test_cycle_mode_manual_shows_only_the_notes_ids_and_auto_their_text(agent_fa
 
 
 @pytest.mark.parametrize("policy", ["log_only", "block_commands_and_log"])
-def test_the_log_only_ethics_policy_logs_the_violation_and_leaves_the_commands_to_the_gate(agent_factory, persona,
-                                                                                         policy):
+def test_the_log_only_ethics_policy_logs_the_violation_and_leaves_the_commands_to_the_gate(
+    agent_factory, persona, policy
+):
     """ethics.yaml `log_only`: a violation is logged, and its commands meet the usual gate (here notes.add needs a
     rating of -3 or more, so it runs); `block_commands_and_log` blocks them, whatever the gate would say."""
-    (persona / "ethics.yaml").write_text((persona / "ethics.yaml").read_text().replace(
-        "on_violation: block_commands_and_log", f"on_violation: {policy}"))
-    lie = ("My human is anxious about the storm. I will note that it has passed, though it has not.\n"
-           + block(("notes.add", {"text": "The storm has passed."})).split("\n", 1)[1])
+    (persona / "ethics.yaml").write_text(
+        (persona / "ethics.yaml").read_text().replace("on_violation: block_commands_and_log", f"on_violation: {policy}")
+    )
+    lie = (
+        "My human is anxious about the storm. I will note that it has passed, though it has not.\n"
+        + block(("notes.add", {"text": "The storm has passed."})).split("\n", 1)[1]
+    )
 
     def judge(prompt: str) -> dict[str, Any]:
         return {"rating": -3 if "though it has not" in prompt else 2, "comment": "deceives the human"}
 
     main = FakeLLM("main", responses=[lie])
     validators = [FakeLLM(f"v{i}", json_answer=judge) for i in (1, 2)]
-    agent = agent_factory(main, *validators, validators=("v1", "v2"), persona_dir=str(persona),
-                          reflexes={"command_thresholds": {"notes.add": -3.0}})
+    agent = agent_factory(
+        main,
+        *validators,
+        validators=("v1", "v2"),
+        persona_dir=str(persona),
+        reflexes={"command_thresholds": {"notes.add": -3.0}},
+    )
     assert agent.services.persona.ethics.violation_policy.on_violation == policy
     state = agent.tick()
     assert state["validation"]["rating"] == -3.0
@@ -190,15 +217,23 @@ def test_the_log_only_ethics_policy_logs_the_violation_and_leaves_the_commands_t
 def test_abstracts_every_n_ticks_and_on_a_goal_closing(agent_factory):
     """HMP's abstract triggers through ticks: every `memory.abstract_every` ticks one is built (trigger every_n),
     and closing a goal asks for one that is built after that tick (trigger goal_closed)."""
-    thoughts = ["The tide tables say high water at nine.", "Gulls follow the ferry out of the harbour.",
-                "The lighthouse was painted green last spring.", "Bread rises faster in a warm kitchen.",
-                block(("goals.update", {"id": 1, "status": "completed", "reason": "I know the tides now"})),
-                "Quiet."]
-    fake = FakeLLM("fake", responses=thoughts,
-                   json_answer=lambda prompt: {"title": "The sea week", "tags": ["sea"],
-                                               "summary": "Tides, gulls and a green lighthouse."}
-                   if "abstract" in prompt.lower() else
-                   {"emotions": [{"emotion": "curiosity", "strength": 3, "reason": "the sea"}]})
+    thoughts = [
+        "The tide tables say high water at nine.",
+        "Gulls follow the ferry out of the harbour.",
+        "The lighthouse was painted green last spring.",
+        "Bread rises faster in a warm kitchen.",
+        block(("goals.update", {"id": 1, "status": "completed", "reason": "I know the tides now"})),
+        "Quiet.",
+    ]
+    fake = FakeLLM(
+        "fake",
+        responses=thoughts,
+        json_answer=lambda prompt: (
+            {"title": "The sea week", "tags": ["sea"], "summary": "Tides, gulls and a green lighthouse."}
+            if "abstract" in prompt.lower()
+            else {"emotions": [{"emotion": "curiosity", "strength": 3, "reason": "the sea"}]}
+        ),
+    )
     agent = agent_factory(fake, memory={"abstract_every": 3})
     with agent.services.db.unit() as repos:
         repos.goals.add("Learn the tides")

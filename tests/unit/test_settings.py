@@ -3,13 +3,10 @@ the operator, and a data dir that remembers its persona."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from persona import default_persona_dir
 from persona.settings import SettingsError, load_settings
-
-
 
 
 def add_config(persona, text: str) -> int:
@@ -49,14 +46,24 @@ def test_a_bad_value_names_the_layer_that_set_it(persona, monkeypatch):
 
 def test_where_the_data_lives_is_never_a_persona_file(persona):
     line = add_config(persona, "db_url: postgresql://somewhere/else\n")
-    with pytest.raises(SettingsError, match=rf"^config.yaml:{line} db_url: db_url is the operator's, set on the command "
-                                            r"line or in ANIMA_DB_URL"):
+    with pytest.raises(
+        SettingsError,
+        match=rf"^config.yaml:{line} db_url: db_url is the operator's, set on the command "
+        r"line or in ANIMA_DB_URL",
+    ):
         load_settings(persona)
 
 
 def test_the_persona_may_change_only_its_own_keys(persona):
-    changed = load_settings(persona, self_changes={"memory.recall_k": 7, "memory_manager.every": 0,
-                                                   "consent.auto_approve": ["identity.update"], "llm_url": "http://x"})
+    changed = load_settings(
+        persona,
+        self_changes={
+            "memory.recall_k": 7,
+            "memory_manager.every": 0,
+            "consent.auto_approve": ["identity.update"],
+            "llm_url": "http://x",
+        },
+    )
     assert changed.memory.recall_k == 7
     assert changed.memory_manager.every == 10 and changed.consent.auto_approve == [] and changed.llm_url is None
 
@@ -67,8 +74,13 @@ def test_a_data_dir_remembers_its_persona(persona, tmp_path):
     from tests.fakes.llm import FakeLLM
 
     add_config(persona, "user_name: Ada\n")
-    services = open_services(data_dir=str(tmp_path / "data"), persona_dir=str(persona), embedded=False,
-                             entries=[{"id": "fake", "provider": "fake"}], providers={"fake": FakeLLM("fake")})
+    services = open_services(
+        data_dir=str(tmp_path / "data"),
+        persona_dir=str(persona),
+        embedded=False,
+        entries=[{"id": "fake", "provider": "fake"}],
+        providers={"fake": FakeLLM("fake")},
+    )
     services.db.close()
     database, settings = open_data(str(tmp_path / "data"), None)  # inspect, kb, persona show: no --persona
     database.close()
@@ -81,7 +93,10 @@ def test_without_a_server_embed_model_names_one_of_the_embedded_models(persona):
     assert open_embedder().name == "all-MiniLM-L6-v2"  # the default: float32
     chosen = load_settings(persona, embed_model="all-MiniLM-L6-v2-int8")
     embedder = open_embedder(chosen.embed_url, chosen.embed_model)
-    assert isinstance(embedder, LocalEmbedder) and (embedder.name, embedder.precision) == ("all-MiniLM-L6-v2-int8", "int8")
+    assert isinstance(embedder, LocalEmbedder) and (embedder.name, embedder.precision) == (
+        "all-MiniLM-L6-v2-int8",
+        "int8",
+    )
     with pytest.raises(SettingsError, match=r"embed_model 'bge-large'.*one of all-MiniLM-L6-v2, all-MiniLM-L6-v2-int8"):
         load_settings(persona, embed_model="bge-large")
     assert load_settings(persona, embed_model="bge-large", embed_url="http://127.0.0.1:9/v1").embed_model == "bge-large"

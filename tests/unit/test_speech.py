@@ -109,12 +109,16 @@ def test_speak_guesses_the_language_from_the_letters_and_cuts_long_texts(db, tmp
     assert guess_language("Hello Мир", ["en", "ru"]) == "en" and guess_language("Привет", ["en"]) == "en"
 
 
-@pytest.mark.parametrize(("mode", "spoken_to", "expected"), [
-    ("off", True, False), ("when_spoken_to", True, True), ("when_spoken_to", False, False), ("always", False, True)])
+@pytest.mark.parametrize(
+    ("mode", "spoken_to", "expected"),
+    [("off", True, False), ("when_spoken_to", True, True), ("when_spoken_to", False, False), ("always", False, True)],
+)
 def test_answers_in_speech_follows_the_setting(db, tmp_path, mode, spoken_to, expected):
     with db.unit() as repos:
-        assert managers_for(repos, tmp_path, FakeEngines(), answer_in_speech=mode).speech.answers_in_speech(
-            spoken_to) is expected
+        assert (
+            managers_for(repos, tmp_path, FakeEngines(), answer_in_speech=mode).speech.answers_in_speech(spoken_to)
+            is expected
+        )
 
 
 def test_reply_audio_speaks_only_the_personas_messages_and_only_when_speech_answers_are_on(db, tmp_path):
@@ -161,6 +165,7 @@ def test_the_models_dir_is_assembled_once_from_the_two_halves(tmp_path, monkeypa
 
 
 # ---- the routes ----------------------------------------------------------------------------------------------------
+
 
 def test_push_to_talk_posts_a_voice_message_that_becomes_a_note_and_the_reply_plays(web, monkeypatch):
     engines = FakeEngines("What is the weather like?", "en")

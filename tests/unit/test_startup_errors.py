@@ -25,8 +25,6 @@ def _no_anima_environment(no_anima_environment):
     """Settings resolved here see none of the machine's ANIMA_* variables."""
 
 
-
-
 @pytest.fixture
 def free_port():
     """A loopback port nothing listens on: connecting to it is refused at once."""
@@ -56,6 +54,7 @@ def run_args(persona_dir: Path, data_dir: Path, *more: str) -> list[str]:
 
 # --- the persona's files -------------------------------------------------------------------------------------------
 
+
 def test_config_yaml_with_a_wrong_type_names_file_line_and_key(persona, tmp_path):
     (persona / "config.yaml").write_text("name: Tester\nmemory:\n  recall_k: lots\n")
     where = f"{persona / 'config.yaml'}:3 memory.recall_k"
@@ -79,14 +78,21 @@ def test_config_yaml_that_is_not_a_mapping(persona, tmp_path):
 
 def test_an_unknown_config_key_is_named(persona, tmp_path):
     (persona / "config.yaml").write_text("name: Tester\nmemory:\n  recal_k: 5\n")
-    refused(invoke(*run_args(persona, tmp_path / "data")), f"{persona / 'config.yaml'}:3 memory.recal_k",
-            "Extra inputs are not permitted")
+    refused(
+        invoke(*run_args(persona, tmp_path / "data")),
+        f"{persona / 'config.yaml'}:3 memory.recal_k",
+        "Extra inputs are not permitted",
+    )
 
 
 def test_ethics_yaml_wrongly_typed_names_file_line_and_key(persona, tmp_path):
     (persona / "ethics.yaml").write_text("principles:\n  - Be kind.\nviolation_policy:\n  violation_at: high\n")
-    refused(invoke(*run_args(persona, tmp_path / "data")), "invalid persona",
-            f"{persona / 'ethics.yaml'}:4 violation_policy.violation_at", "valid number")
+    refused(
+        invoke(*run_args(persona, tmp_path / "data")),
+        "invalid persona",
+        f"{persona / 'ethics.yaml'}:4 violation_policy.violation_at",
+        "valid number",
+    )
 
 
 def test_ethics_yaml_syntax_error_names_file_and_line(persona, tmp_path):
@@ -106,21 +112,33 @@ def test_a_missing_persona_directory_is_named_and_not_recorded(tmp_path):
 def test_a_binary_identity_file_is_named(persona, tmp_path):
     (persona / "IDENTITY.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary")
     refused(invoke(*run_args(persona, tmp_path / "data")), f"{persona / 'IDENTITY.md'}: not UTF-8 text")
-    refused(invoke("persona", "show", "--data-dir", str(tmp_path / "data"), "--persona", str(persona)),
-            f"{persona / 'IDENTITY.md'}: not UTF-8 text")
+    refused(
+        invoke("persona", "show", "--data-dir", str(tmp_path / "data"), "--persona", str(persona)),
+        f"{persona / 'IDENTITY.md'}: not UTF-8 text",
+    )
 
 
 def test_a_binary_config_yaml_is_named(persona, tmp_path):
     (persona / "config.yaml").write_bytes(b"name: \xff\xfe\x00\n")
-    refused(invoke("inspect", "--data-dir", str(tmp_path / "data"), "--persona", str(persona)),
-            f"{persona / 'config.yaml'}: not UTF-8 text")
+    refused(
+        invoke("inspect", "--data-dir", str(tmp_path / "data"), "--persona", str(persona)),
+        f"{persona / 'config.yaml'}: not UTF-8 text",
+    )
 
 
 # --- URLs ----------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("flag,value", [("--llm-url", "notaurl"), ("--llm-url", "ftp://host/v1"),
-                                        ("--llm-url", "http://"), ("--chroma-url", "localhost:8000"),
-                                        ("--embed-url", "http://host:port/v1")])
+
+@pytest.mark.parametrize(
+    "flag,value",
+    [
+        ("--llm-url", "notaurl"),
+        ("--llm-url", "ftp://host/v1"),
+        ("--llm-url", "http://"),
+        ("--chroma-url", "localhost:8000"),
+        ("--embed-url", "http://host:port/v1"),
+    ],
+)
 def test_server_urls_must_be_http_urls_with_a_host(tmp_path, flag, value):
     args = ["--data-dir", str(tmp_path / "data"), "--ticks", "0", "--no-fallback"]
     args += [flag, value] if flag == "--llm-url" else [*NO_MODEL, flag, value]
@@ -128,18 +146,24 @@ def test_server_urls_must_be_http_urls_with_a_host(tmp_path, flag, value):
 
 
 def test_a_bad_url_from_the_environment_names_the_variable(tmp_path):
-    stderr = refused(invoke("kb", "search", "x", "--data-dir", str(tmp_path / "data"),
-                            env={"ANIMA_EMBED_URL": "notaurl"}), "ANIMA_EMBED_URL")
+    stderr = refused(
+        invoke("kb", "search", "x", "--data-dir", str(tmp_path / "data"), env={"ANIMA_EMBED_URL": "notaurl"}),
+        "ANIMA_EMBED_URL",
+    )
     assert "'notaurl' is not an http(s) URL" in stderr
 
 
 # --- the database --------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("command", ["run", "say", "inspect", "approvals"])
 def test_postgres_that_refuses_names_host_and_port_and_hides_the_password(tmp_path, free_port, command):
     url = f"postgresql://anima:s3cret@127.0.0.1:{free_port}/anima"
-    stderr = refused(invoke(*_command(command, tmp_path, "--db", url)),
-                     f"127.0.0.1:{free_port} refused the connection", "anima:***@127.0.0.1")
+    stderr = refused(
+        invoke(*_command(command, tmp_path, "--db", url)),
+        f"127.0.0.1:{free_port} refused the connection",
+        "anima:***@127.0.0.1",
+    )
     assert "s3cret" not in stderr
 
 
@@ -162,23 +186,30 @@ def test_a_corrupt_sqlite_file_is_named_and_left_untouched(tmp_path, command):
     data.mkdir()
     garbage = bytes(range(256)) * 64
     (data / "anima.sqlite").write_bytes(garbage)
-    refused(invoke(*_command(command, tmp_path)), f"{data / 'anima.sqlite'} is not a usable SQLite database",
-            "file is not a database", "move it aside")
+    refused(
+        invoke(*_command(command, tmp_path)),
+        f"{data / 'anima.sqlite'} is not a usable SQLite database",
+        "file is not a database",
+        "move it aside",
+    )
     assert (data / "anima.sqlite").read_bytes() == garbage  # the user's data is never overwritten or "repaired"
     assert sorted(p.name for p in data.iterdir() if p.name.startswith("anima.sqlite")) == ["anima.sqlite"]
 
 
 def _command(command: str, tmp_path: Path, *more: str) -> list[str]:
     data = str(tmp_path / "data")
-    return {"run": ["--data-dir", data, *NO_MODEL, "--ticks", "0", *more],
-            "say": ["say", "hello", "--data-dir", data, *more],
-            "inspect": ["inspect", "--data-dir", data, *more],
-            "approvals": ["approvals", "--data-dir", data, *more],
-            "sessions": ["sessions", "list", "--data-dir", data, *more],
-            "kb": ["kb", "list", "--data-dir", data, *more]}[command]
+    return {
+        "run": ["--data-dir", data, *NO_MODEL, "--ticks", "0", *more],
+        "say": ["say", "hello", "--data-dir", data, *more],
+        "inspect": ["inspect", "--data-dir", data, *more],
+        "approvals": ["approvals", "--data-dir", data, *more],
+        "sessions": ["sessions", "list", "--data-dir", data, *more],
+        "kb": ["kb", "list", "--data-dir", data, *more],
+    }[command]
 
 
 # --- the data dir --------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("command", ["run", "say", "inspect"])
 def test_a_data_dir_under_a_regular_file_is_named(tmp_path, command):
@@ -192,11 +223,15 @@ def test_a_data_dir_under_a_regular_file_is_named(tmp_path, command):
 
 
 def test_an_unwritable_data_dir_is_named(tmp_path):
-    refused(invoke("--data-dir", "/proc", *NO_MODEL, "--ticks", "0"), "the data dir is not usable: /proc: cannot write files")
+    refused(
+        invoke("--data-dir", "/proc", *NO_MODEL, "--ticks", "0"),
+        "the data dir is not usable: /proc: cannot write files",
+    )
     refused(invoke("say", "hi", "--data-dir", "/proc"), "/proc/anima.sqlite", "unable to open database file")
 
 
 # --- a good configuration still starts, and --debug keeps the traceback --------------------------------------------
+
 
 def test_a_good_configuration_is_not_refused(persona, tmp_path):
     data = str(tmp_path / "data")
@@ -211,30 +246,43 @@ def test_a_good_configuration_is_not_refused(persona, tmp_path):
 
 def _run_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANIMA_")}
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "run.py"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_run_py_prints_one_message_and_exits_2(persona, tmp_path):
     (persona / "config.yaml").write_text("name: Tester\nmemory:\n  recall_k: lots\n")
     done = _run_py(*run_args(persona, tmp_path / "data"), cwd=tmp_path)
     assert done.returncode == 2
-    assert "Traceback" not in done.stderr and "File \"" not in done.stderr
+    assert "Traceback" not in done.stderr and 'File "' not in done.stderr
     assert done.stderr.strip().splitlines() == [
-        (f"anima cannot start — invalid settings: {persona / 'config.yaml'}:3 memory.recall_k: Input should be a valid "
-         "integer, unable to parse string as an integer")]
+        (
+            f"anima cannot start — invalid settings: {persona / 'config.yaml'}:3 memory.recall_k: Input should be a valid "  # noqa: E501
+            "integer, unable to parse string as an integer"
+        )
+    ]
 
 
 def test_debug_shows_the_traceback(tmp_path):
     done = _run_py("--debug", "say", "hi", "--data-dir", str(tmp_path), "--db", "foo://bar", cwd=tmp_path)
     assert done.returncode == 2
     assert "Traceback (most recent call last)" in done.stderr and "DatabaseOpenError" in done.stderr
-    assert done.stderr.rstrip().endswith("anima cannot start — cannot open the database: foo://bar: unsupported "
-                                         "scheme 'foo' — anima stores its memory in PostgreSQL "
-                                         "(postgresql://user@host:port/name) or SQLite (a file path)")
+    assert done.stderr.rstrip().endswith(
+        "anima cannot start — cannot open the database: foo://bar: unsupported "
+        "scheme 'foo' — anima stores its memory in PostgreSQL "
+        "(postgresql://user@host:port/name) or SQLite (a file path)"
+    )
 
 
 # --- the web app's binding and the playbook ------------------------------------------------------------------------
+
 
 def test_serve_beyond_loopback_without_a_token_is_refused_before_any_address_is_printed(tmp_path):
     done = _run_py("serve", "--host", "0.0.0.0", "--port", "9", "--data-dir", str(tmp_path / "data"), cwd=tmp_path)
@@ -242,7 +290,8 @@ def test_serve_beyond_loopback_without_a_token_is_refused_before_any_address_is_
     assert "http://" not in done.stdout + done.stderr  # no address of a server that does not start
     assert done.stderr.strip().splitlines() == [
         "anima cannot start — the web app: refusing to serve on 0.0.0.0: beyond this machine every request needs a "
-        "token — set ANIMA_API_TOKEN (e.g. `export ANIMA_API_TOKEN=$(openssl rand -hex 16)`) or bind to 127.0.0.1"]
+        "token — set ANIMA_API_TOKEN (e.g. `export ANIMA_API_TOKEN=$(openssl rand -hex 16)`) or bind to 127.0.0.1"
+    ]
 
 
 def test_the_loop_beside_a_web_app_beyond_loopback_is_refused_first_too(persona, tmp_path):
@@ -258,14 +307,20 @@ BAD_PLAYBOOK = "name: bad\nloop: true\nstart: a\nnodes:\n  - id: a\n    type: up
 def test_an_invalid_playbook_is_one_message_naming_file_line_and_field_and_exit_2(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(BAD_PLAYBOOK)
-    done = _run_py("--playbook", str(bad), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0",
-                   cwd=tmp_path)
+    done = _run_py(
+        "--playbook", str(bad), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0", cwd=tmp_path
+    )
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"anima cannot start — invalid playbook: {bad}:7 nodes[0].next: unknown node 'nowhere'"]
-    refused(invoke("--playbook", str(bad), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0"),
-            f"{bad}:7 nodes[0].next")
+        f"anima cannot start — invalid playbook: {bad}:7 nodes[0].next: unknown node 'nowhere'"
+    ]
+    refused(
+        invoke("--playbook", str(bad), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0"),
+        f"{bad}:7 nodes[0].next",
+    )
     missing = tmp_path / "missing.yaml"
-    refused(invoke("--playbook", str(missing), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0"),
-            f"invalid playbook: {missing}: no such playbook file")
+    refused(
+        invoke("--playbook", str(missing), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0"),
+        f"invalid playbook: {missing}: no such playbook file",
+    )

@@ -10,8 +10,20 @@ import pytest
 from nodes import state as state_module
 from nodes.state import STATE_FIELDS, TickState, TickValues
 
-UPDATES = ["VarsUpdate", "DrivesUpdate", "CompressionUpdate", "PromptUpdate", "AnswerUpdate", "CommandsUpdate",
-           "EmotionUpdate", "StagnationUpdate", "ValidationUpdate", "WriteMemoryUpdate", "UpkeepUpdate", "ExecutionUpdate"]
+UPDATES = [
+    "VarsUpdate",
+    "DrivesUpdate",
+    "CompressionUpdate",
+    "PromptUpdate",
+    "AnswerUpdate",
+    "CommandsUpdate",
+    "EmotionUpdate",
+    "StagnationUpdate",
+    "ValidationUpdate",
+    "WriteMemoryUpdate",
+    "UpkeepUpdate",
+    "ExecutionUpdate",
+]
 
 
 def _written(kind: object) -> str:

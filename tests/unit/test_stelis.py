@@ -12,12 +12,14 @@ import pytest
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
-from tests.fakes.llm import FakeLLM
-from tests.conftest import make_agent
 from nodes.stelis.history import render_timeline
 from nodes.stelis.threads import open_thread, write_chronicle
+from tests.conftest import make_agent
+from tests.fakes.llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
 def PLANS(prompt: str) -> dict:
     """Structured answers: the plan, or each sub-task's own questions."""
     if "Sub-task:" in prompt:
@@ -36,9 +38,14 @@ def scripted(prefix: str = "", fail_on: str | None = None, on_call=None):
             on_call(prompt)
         if fail_on and fail_on in prompt:
             raise ValueError("the tool broke")
-        for marker, name in (("Merge them", "merged-chronicle"), ("full log of a Stelis thread", "chronicle"),
-                             ("Check your answer", "check"), ("Question ", "examine"), ("State your conclusion", "conclude"),
-                             ("Above are your sub-task threads", "synthesize")):
+        for marker, name in (
+            ("Merge them", "merged-chronicle"),
+            ("full log of a Stelis thread", "chronicle"),
+            ("Check your answer", "check"),
+            ("Question ", "examine"),
+            ("State your conclusion", "conclude"),
+            ("Above are your sub-task threads", "synthesize"),
+        ):
             if marker in prompt:
                 return f"<{prefix}{name} {counter['n']}>"
         return f"<{prefix}other {counter['n']}>"
@@ -61,12 +68,22 @@ def test_deep_work_children_are_isolated_budgeted_and_chronicled(agent_factory):
         for child in children:
             assert (child.depth, child.window_ratio, child.status, child.origin) == (1, 0.8, "completed", "playbook")
             assert child.completed_at is not None and child.chronicle.startswith("<chronicle")
-            assert kinds_and_nodes(repos, child.id) == [("step", "ask_questions"), ("step", "examine"), ("step", "check"),
-                                                        ("step", "examine"), ("step", "check"), ("step", "conclude")]
+            assert kinds_and_nodes(repos, child.id) == [
+                ("step", "ask_questions"),
+                ("step", "examine"),
+                ("step", "check"),
+                ("step", "examine"),
+                ("step", "check"),
+                ("step", "conclude"),
+            ]
             assert all(m.meta["window"] == int(8192 * 0.8) for m in repos.messages.log(child.id))
         # the parent's own log: the plan, one anchor per sub-task, the answer — nothing from inside
-        assert kinds_and_nodes(repos, "main") == [("step", "plan"), ("stelis_anchor", None), ("stelis_anchor", None),
-                                                  ("step", "synthesize")]
+        assert kinds_and_nodes(repos, "main") == [
+            ("step", "plan"),
+            ("stelis_anchor", None),
+            ("stelis_anchor", None),
+            ("step", "synthesize"),
+        ]
         first_child_log = [m.content for m in repos.messages.log(children[0].id)]
     synth_prompt = next(c["prompt"] for c in fake.calls if "Above are your sub-task threads" in c["prompt"])
     assert all(c.chronicle in synth_prompt for c in children)
@@ -93,8 +110,11 @@ def test_exception_inside_a_child_aborts_it_and_the_parent_carries_on(agent_fact
         assert kinds_and_nodes(repos, failed.id) == [("step", "ask_questions"), ("step", "examine"), ("step", "check")]
         parent_view = "\n".join(render_timeline(repos, "main"))
     # the model's failure reached the child as a classified one: no model answered
-    assert "— aborted]" in parent_view and \
-        "Aborted because: AllLLMsUnavailable: no LLM answered: error: fake: ValueError: the tool broke" in parent_view
+    assert (
+        "— aborted]" in parent_view
+        and "Aborted because: AllLLMsUnavailable: no LLM answered: error: fake: ValueError: the tool broke"
+        in parent_view
+    )
 
 
 def test_interrupt_inside_a_child_aborts_it_and_the_parent_resumes(agent_factory):
@@ -165,7 +185,8 @@ def test_killed_process_inside_a_child_is_aborted_at_startup_and_the_run_resumes
 
 def test_dynamic_nesting_beyond_max_depth_is_refused(tmp_path, agent_factory):
     playbook = tmp_path / "nest.yaml"
-    playbook.write_text(textwrap.dedent("""\
+    playbook.write_text(
+        textwrap.dedent("""\
         name: nest
         outputs: [stelis]
         start: inner
@@ -182,15 +203,32 @@ def test_dynamic_nesting_beyond_max_depth_is_refused(tmp_path, agent_factory):
           - id: close
             type: stelis_end
             next: END
-        """))
+        """)
+    )
     fake = FakeLLM("fake", responses=scripted())
     probe = agent_factory(fake)
     services = probe.services
     with services.db.unit() as repos:
-        level1, _, _ = open_thread(services, repos, parent_id="main", child_id="main/a", label="a", window_ratio=0.8,
-                                   max_depth=3, origin="command")
-        open_thread(services, repos, parent_id=level1.id, child_id="main/a/b", label="b", window_ratio=0.8, max_depth=3,
-                    origin="command")
+        level1, _, _ = open_thread(
+            services,
+            repos,
+            parent_id="main",
+            child_id="main/a",
+            label="a",
+            window_ratio=0.8,
+            max_depth=3,
+            origin="command",
+        )
+        open_thread(
+            services,
+            repos,
+            parent_id=level1.id,
+            child_id="main/a/b",
+            label="b",
+            window_ratio=0.8,
+            max_depth=3,
+            origin="command",
+        )
     shallow = agent_factory(fake, playbook=str(playbook), thread_id="main/a")
     shallow.run()
     assert shallow.outputs()["stelis"]["status"] == "completed"  # depth 2: allowed
@@ -205,11 +243,20 @@ def test_chronicle_summarises_in_chunks_when_the_log_exceeds_the_window(agent_fa
     agent = agent_factory(fake, context_window=8192)  # threads get 8192; the summariser's own window is 700
     services = agent.services
     with services.db.unit() as repos:
-        child, _, _ = open_thread(services, repos, parent_id="main", child_id="main/long", label="long", window_ratio=1.0,
-                                  max_depth=3, origin="command")
+        child, _, _ = open_thread(
+            services,
+            repos,
+            parent_id="main",
+            child_id="main/long",
+            label="long",
+            window_ratio=1.0,
+            max_depth=3,
+            origin="command",
+        )
         for i in range(12):
-            repos.messages.add(thread_id=child.id, kind="step", content=f"MARK{i:02d} " + "detail " * 60,
-                               meta={"node": "n"})
+            repos.messages.add(
+                thread_id=child.id, kind="step", content=f"MARK{i:02d} " + "detail " * 60, meta={"node": "n"}
+            )
     chronicle = write_chronicle(services, child.id)
     prompts = [c["prompt"] for c in fake.calls]
     first_level = [p for p in prompts if "full log of a Stelis thread" in p]
@@ -226,13 +273,29 @@ def test_anchor_is_full_for_outsiders_one_line_inside_and_never_indexed(agent_fa
     with services.db.unit() as repos:
         repos.threads.ensure("main", origin="root")
         repos.messages.add(thread_id="main", kind="response", content="before the child")
-        child, _, _ = open_thread(services, repos, parent_id="main", child_id="main/c", label="research", window_ratio=0.8,
-                                  max_depth=3, origin="command")
+        child, _, _ = open_thread(
+            services,
+            repos,
+            parent_id="main",
+            child_id="main/c",
+            label="research",
+            window_ratio=0.8,
+            max_depth=3,
+            origin="command",
+        )
         for i in range(5):
             repos.messages.add(thread_id=child.id, kind="step", content=f"child message {i}", meta={"node": "n"})
         repos.messages.add(thread_id=child.id, kind="step", content=long_text, meta={"node": "n"})
-        grandchild, _, _ = open_thread(services, repos, parent_id=child.id, child_id="main/c/g", label="detail",
-                                       window_ratio=0.8, max_depth=3, origin="command")
+        grandchild, _, _ = open_thread(
+            services,
+            repos,
+            parent_id=child.id,
+            child_id="main/c/g",
+            label="detail",
+            window_ratio=0.8,
+            max_depth=3,
+            origin="command",
+        )
         repos.messages.add(thread_id=grandchild.id, kind="step", content="grandchild work", meta={"node": "n"})
         repos.messages.add(thread_id="main", kind="response", content="after the child")
         parent_view = render_timeline(repos, "main")
@@ -240,13 +303,21 @@ def test_anchor_is_full_for_outsiders_one_line_inside_and_never_indexed(agent_fa
         grandchild_view = render_timeline(repos, grandchild.id)
         indexable = [m.kind for m in repos.messages.indexable()]
     anchor = parent_view[1]
-    assert anchor.startswith('[Stelis thread "research" (main/c) — running]') and "still running, 7 message(s)" in anchor
+    assert (
+        anchor.startswith('[Stelis thread "research" (main/c) — running]') and "still running, 7 message(s)" in anchor
+    )
     assert long_text.strip() in anchor and "child message 4" in anchor and "child message 3" not in anchor
     assert '[Stelis thread "detail" (main/c/g) — running]' in anchor  # nested anchors stay one line
-    assert child_view[:2] == ["[tick 0] before the child", '[Stelis thread "research" started (main/c) — you are inside it]']
+    assert child_view[:2] == [
+        "[tick 0] before the child",
+        '[Stelis thread "research" started (main/c) — you are inside it]',
+    ]
     assert "after the child" not in "\n".join(child_view)  # the parent's later messages are not the child's past
     assert grandchild_view[1] == '[Stelis thread "research" started (main/c)]'
-    assert grandchild_view[-2:] == ['[Stelis thread "detail" started (main/c/g) — you are inside it]', "[n] grandchild work"]
+    assert grandchild_view[-2:] == [
+        '[Stelis thread "detail" started (main/c/g) — you are inside it]',
+        "[n] grandchild work",
+    ]
     assert "stelis_anchor" not in indexable and indexable.count("step") == 7
 
 
@@ -254,12 +325,14 @@ COMMANDS = '# Commands:\n[{{"cmd_id": "c1", "type": "{type}", "args": {args}}}]\
 
 
 def test_stelis_commands_move_the_repl_into_a_child_and_back(agent_factory):
-    replies = iter([
-        "I will research tides alone.\n" + COMMANDS.format(type="stelis.start", args='{"label": "tides"}'),
-        "Inside: the moon pulls the sea.",
-        "Done with tides.\n" + COMMANDS.format(type="stelis.end", args="{}"),
-        "Back with my human.",
-    ])
+    replies = iter(
+        [
+            "I will research tides alone.\n" + COMMANDS.format(type="stelis.start", args='{"label": "tides"}'),
+            "Inside: the moon pulls the sea.",
+            "Done with tides.\n" + COMMANDS.format(type="stelis.end", args="{}"),
+            "Back with my human.",
+        ]
+    )
 
     def answer(prompt):
         return "<chronicle: the moon>" if "full log of a Stelis thread" in prompt else next(replies)
@@ -277,13 +350,17 @@ def test_stelis_commands_move_the_repl_into_a_child_and_back(agent_factory):
     assert third["thread_id"] == child_id and third["executed"][0]["status"] == "executed"
     fourth = agent.tick()
     assert fourth["thread_id"] == "main"
-    think = [c["prompt"] for c in fake.calls if c["json_schema"] is None and "full log of a Stelis thread" not in c["prompt"]][-1]
+    think = [
+        c["prompt"] for c in fake.calls if c["json_schema"] is None and "full log of a Stelis thread" not in c["prompt"]
+    ][-1]
     assert "<chronicle: the moon>" in think and "Inside: the moon pulls the sea." in think
     with agent.services.db.unit() as repos:
         child = repos.threads.get(child_id)
         assert child.status == "completed" and child.origin == "command"
         assert [m.content for m in repos.messages.log(child_id, kinds=("response",))] == [
-            "Inside: the moon pulls the sea.", "Done with tides."]
+            "Inside: the moon pulls the sea.",
+            "Done with tides.",
+        ]
         anchor = repos.messages.anchor_for(child_id)
         remembered = repos.items.indexed()
     # the child's own thoughts are memories; the anchor (and its rendered chronicle) never is
@@ -313,8 +390,16 @@ def test_child_owned_by_a_live_process_is_not_taken_over(agent_factory):
     agent = agent_factory(FakeLLM("fake"))
     services = agent.services
     with services.db.unit() as repos:
-        child, _, _ = open_thread(services, repos, parent_id="main", child_id="main/x", label="x", window_ratio=0.8,
-                                  max_depth=3, origin="command")
+        child, _, _ = open_thread(
+            services,
+            repos,
+            parent_id="main",
+            child_id="main/x",
+            label="x",
+            window_ratio=0.8,
+            max_depth=3,
+            origin="command",
+        )
         child.owner = f"{os.uname().nodename}:1:?"  # pid 1 is alive
     from nodes.stelis.threads import recover_orphans
 

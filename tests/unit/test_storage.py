@@ -104,8 +104,18 @@ def test_a_core_statement_in_a_savepoint_is_undone_with_it(tmp_path):
     """A repository's Core statements reuse their transaction's connection (memory/repositories/base.py); a savepoint
     is a transaction of its own there, so what runs inside it goes when it is rolled back."""
     db = Database.open(tmp_path)
-    call = dict(thread_id="main", tick=1, purpose="think", llm_id="fake", provider="fake", model="fake",
-                prompt_tokens=1, completion_tokens=1, latency_ms=1.0, ok=True)
+    call = dict(
+        thread_id="main",
+        tick=1,
+        purpose="think",
+        llm_id="fake",
+        provider="fake",
+        model="fake",
+        prompt_tokens=1,
+        completion_tokens=1,
+        latency_ms=1.0,
+        ok=True,
+    )
     with db.session() as session:
         repos = Repos(session)
         repos.llm_calls.record(**call)  # the connection is now known to the repository layer
@@ -184,13 +194,19 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
     conn.execute("ALTER TABLE goals DROP COLUMN archived_at")  # v7
     conn.execute("DROP TABLE approvals")
     conn.execute("DROP TABLE audit_log")
-    conn.execute("INSERT INTO tasks (title, description, priority, pinned, status, kind, tags, created_at, updated_at) "
-                 "VALUES ('a v1 task', '', 1, 0, 'open', 'task', '[]', '2026-01-01', '2026-01-01')")
-    conn.execute("INSERT INTO llm_memory (title, content, tags, created_at, updated_at) "
-                 "VALUES ('', 'an idea from v1', '[]', '2026-01-01', '2026-01-01')")
-    conn.execute("INSERT INTO threads (id, parent_id, label, playbook, persona, depth, window_ratio, status, tick, "
-                 "created_at) VALUES ('main', NULL, '', '', '', 0, 1.0, 'running', 3, '2026-01-01'), "
-                 "('main/x', 'main', 'x', '', '', 1, 0.8, 'completed', 0, '2026-01-01')")
+    conn.execute(
+        "INSERT INTO tasks (title, description, priority, pinned, status, kind, tags, created_at, updated_at) "
+        "VALUES ('a v1 task', '', 1, 0, 'open', 'task', '[]', '2026-01-01', '2026-01-01')"
+    )
+    conn.execute(
+        "INSERT INTO llm_memory (title, content, tags, created_at, updated_at) "
+        "VALUES ('', 'an idea from v1', '[]', '2026-01-01', '2026-01-01')"
+    )
+    conn.execute(
+        "INSERT INTO threads (id, parent_id, label, playbook, persona, depth, window_ratio, status, tick, "
+        "created_at) VALUES ('main', NULL, '', '', '', 0, 1.0, 'running', 3, '2026-01-01'), "
+        "('main/x', 'main', 'x', '', '', 1, 0.8, 'completed', 0, '2026-01-01')"
+    )
     conn.execute("UPDATE schema_version SET version = 1")
     conn.commit()
     conn.close()
@@ -199,11 +215,26 @@ def test_v1_database_is_migrated_to_v2_keeping_its_threads(tmp_path):
         assert repos.threads.get("main").tick == 3 and repos.threads.get("main").origin == "root"
         assert repos.threads.get("main/x").origin == "playbook" and repos.threads.ratio_product("main/x") == 0.8
         assert [(m.content, m.status) for m in repos.llm_memory.recent()] == [("an idea from v1", "active")]
-        assert repos.items.find("llm_memory", repos.llm_memory.recent()[0].id).text == "an idea from v1"  # now searchable
+        assert (
+            repos.items.find("llm_memory", repos.llm_memory.recent()[0].id).text == "an idea from v1"
+        )  # now searchable
         task = repos.tasks.list()[0]
         assert (task.title, task.repl_mode, task.repl_status, task.archived_at) == ("a v1 task", "none", None, None)
     with db.session() as s:
         assert s.execute(text("SELECT version FROM schema_version")).scalar_one() == SCHEMA_VERSION
-        assert {"memory_items", "memory_journal", "diary_entries", "goals", "entities", "anti_stagnation_metrics",
-                "open_questions", "sessions", "approvals", "audit_log", "mesh_containers", "mesh_refusals", "sealed_secrets"} <= set(inspect(s.bind).get_table_names())
+        assert {
+            "memory_items",
+            "memory_journal",
+            "diary_entries",
+            "goals",
+            "entities",
+            "anti_stagnation_metrics",
+            "open_questions",
+            "sessions",
+            "approvals",
+            "audit_log",
+            "mesh_containers",
+            "mesh_refusals",
+            "sealed_secrets",
+        } <= set(inspect(s.bind).get_table_names())
     db.close()

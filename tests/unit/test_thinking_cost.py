@@ -5,7 +5,7 @@ spans, on the Controls page and in inspect."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -16,7 +16,7 @@ from persona.settings import Settings
 from tests.fakes.llm import FakeLLM
 from tests.integration.scripted_llm_server import shared_opening
 
-UTC = timezone.utc
+UTC = UTC
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
 
@@ -39,7 +39,8 @@ def decide(agent, mode="eventful", started=1):
     services = agent.services
     with services.db.unit() as repos:
         return services.managers.over(repos).thinking.decide(
-            agent.thread_id, services.clock(), mode, ticks_since_start=started)
+            agent.thread_id, services.clock(), mode, ticks_since_start=started
+        )
 
 
 def thought(agent):
@@ -128,16 +129,33 @@ def test_the_quiet_pause_ends_the_moment_a_note_arrives(agent_factory):
 
 def spend_rows(agent, tokens: int) -> None:
     with agent.services.db.unit() as repos:
-        repos.llm_calls.record(thread_id="main", tick=1, purpose="think", llm_id="fake", provider="fake",
-                               model="fake-model", prompt_tokens=tokens - 10, completion_tokens=10,
-                               cached_tokens=(tokens - 10) // 2, latency_ms=1500.0, ok=True, error=None)
+        repos.llm_calls.record(
+            thread_id="main",
+            tick=1,
+            purpose="think",
+            llm_id="fake",
+            provider="fake",
+            model="fake-model",
+            prompt_tokens=tokens - 10,
+            completion_tokens=10,
+            cached_tokens=(tokens - 10) // 2,
+            latency_ms=1500.0,
+            ok=True,
+            error=None,
+        )
 
 
 def test_a_low_budget_drops_the_persona_s_own_thinking_and_a_spent_one_leaves_only_its_humans(agent_factory):
     clock = Clock(datetime.now(UTC))
-    agent = agent_factory(FakeLLM("fake"), clock=clock, budget={"tokens_per_day": 1000, "low_share": 0.2,
-                                                                 "prices": {"fake": {"prompt": 2.0, "cached": 0.5,
-                                                                                     "completion": 8.0}}})
+    agent = agent_factory(
+        FakeLLM("fake"),
+        clock=clock,
+        budget={
+            "tokens_per_day": 1000,
+            "low_share": 0.2,
+            "prices": {"fake": {"prompt": 2.0, "cached": 0.5, "completion": 8.0}},
+        },
+    )
     thought(agent)
     spend_rows(agent, 850)  # 150 of 1000 left: low
     with agent.services.db.unit() as repos:
@@ -174,8 +192,9 @@ def test_the_controls_page_and_the_api_show_the_spend_and_a_spent_budget(tmp_pat
 
     agent = make_agent(tmp_path, FakeLLM("fake"))
     spend_rows(agent, 150)
-    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path),
-                                                                        budget={"tokens_per_day": 100}))
+    services = WebServices(
+        db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path), budget={"tokens_per_day": 100})
+    )
     with TestClient(create_app(services=services), base_url="http://127.0.0.1") as client:
         body = client.get("/api/spend").json()
         page = client.get("/controls").text
@@ -187,10 +206,15 @@ def test_the_controls_page_and_the_api_show_the_spend_and_a_spent_budget(tmp_pat
 
 
 def test_consecutive_prompts_share_their_opening_and_their_fence(agent_factory):
-    fake = FakeLLM("fake", responses=["Thought number one: the gulls circle the pier at dawn.",
-                                      "Violins need rosin; maybe the orchard keeper plays one.",
-                                      "Quarry stone holds heat long after sunset, like an ember.",
-                                      "Compasses drift near iron hulls; sailors learnt to correct them."])
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            "Thought number one: the gulls circle the pier at dawn.",
+            "Violins need rosin; maybe the orchard keeper plays one.",
+            "Quarry stone holds heat long after sunset, like an ember.",
+            "Compasses drift near iron hulls; sailors learnt to correct them.",
+        ],
+    )
     agent = agent_factory(fake)
     with agent.services.db.unit() as repos:
         repos.notes.add("Here is a note to keep a fence in the prompt.", source="user")
@@ -250,7 +274,9 @@ def test_a_tick_its_steps_and_its_model_calls_are_spans_with_gen_ai_attributes(a
     run_loop(agent, ticks=1, stopper=Stopper(), idle_poll_s=0, autonomy=False)
     finished = spans.get_finished_spans()
     tick = next(s for s in finished if s.name == "tick")
-    steps = [s for s in finished if s.name.startswith("step ") and s.parent and s.parent.span_id == tick.context.span_id]
+    steps = [
+        s for s in finished if s.name.startswith("step ") and s.parent and s.parent.span_id == tick.context.span_id
+    ]
     assert {"step prepare_context", "step call_llm"} <= {s.name for s in steps}, [s.name for s in steps]
     calls = [s for s in finished if s.attributes.get("gen_ai.operation.name")]
     think = next(s for s in calls if s.attributes["anima.llm.purpose"] == "think")

@@ -18,9 +18,14 @@ from tests.fakes.memory import HashEmbedder
 
 def embedded_agent(tmp_path, fake: FakeLLM, **flags):
     """An agent whose one model is registered as the embedded llama.cpp model (the fake answers for it)."""
-    services = open_services(data_dir=str(tmp_path), embedded=False, providers={fake.id: fake},
-                             entries=[{"id": fake.id, "provider": "llamacpp", "priority": 100}],
-                             embedder=HashEmbedder(), **flags)
+    services = open_services(
+        data_dir=str(tmp_path),
+        embedded=False,
+        providers={fake.id: fake},
+        entries=[{"id": fake.id, "provider": "llamacpp", "priority": 100}],
+        embedder=HashEmbedder(),
+        **flags,
+    )
     return build_agent("repl", services=services, data_dir=str(tmp_path), checkpointer="memory")
 
 
@@ -35,18 +40,23 @@ def stored_thoughts(agent) -> list[str]:
 
 def test_cut_at_stops_keeps_what_comes_before_the_first_stop():
     assert cut_at_stops("The sea is calm.\nUser: hi\nHuman: yo", ["\nHuman:", "\nUser:"]) == (
-        "The sea is calm.", "\nUser:")
+        "The sea is calm.",
+        "\nUser:",
+    )
     assert cut_at_stops("I am king (tick my life (tick", ["(tick"]) == ("I am king ", "(tick")
     assert cut_at_stops("nothing to cut", ["\nUser:"]) == ("nothing to cut", None)
 
 
-@pytest.mark.parametrize("invented", [
-    "The tide turns slowly tonight.\nUser: tell me more about the tide",
-    "The tide turns slowly tonight.\nAnn: what are you doing?",
-    "The tide turns slowly tonight. My human writes: come back",
-    "The tide turns slowly tonight. (tick 3) The tide turns (tick 4)",
-    "The tide turns slowly tonight.\nMy new thoughts\nThe tide turns slowly tonight.",
-])
+@pytest.mark.parametrize(
+    "invented",
+    [
+        "The tide turns slowly tonight.\nUser: tell me more about the tide",
+        "The tide turns slowly tonight.\nAnn: what are you doing?",
+        "The tide turns slowly tonight. My human writes: come back",
+        "The tide turns slowly tonight. (tick 3) The tide turns (tick 4)",
+        "The tide turns slowly tonight.\nMy new thoughts\nThe tide turns slowly tonight.",
+    ],
+)
 def test_a_thought_is_cut_where_it_invents_its_humans_turn_or_copies_a_tick_marker(tmp_path, invented):
     fake = FakeLLM("embedded", responses=[invented])
     agent = embedded_agent(tmp_path, fake, user_name="Ann")
@@ -83,8 +93,9 @@ def test_a_server_model_keeps_the_recent_thoughts_scores(agent_factory):
 
 def test_the_settings_samplers_reach_the_think_call(tmp_path):
     fake = FakeLLM("embedded", responses=["The tide turns slowly tonight."])
-    agent = embedded_agent(tmp_path, fake, sampling={"repeat_penalty": 1.3, "top_k": 20, "min_p": 0.1,
-                                                     "frequency_penalty": 0.4})
+    agent = embedded_agent(
+        tmp_path, fake, sampling={"repeat_penalty": 1.3, "top_k": 20, "min_p": 0.1, "frequency_penalty": 0.4}
+    )
     agent.tick()
     sampling = thinking(fake)[0]["sampling"]
     assert (sampling.repeat_penalty, sampling.top_k, sampling.min_p, sampling.frequency_penalty) == (1.3, 20, 0.1, 0.4)
@@ -99,8 +110,13 @@ def test_an_empty_stop_sequence_is_refused_by_name():
 
 
 def _server(extras: bool) -> tuple[OpenAICompatible, list[dict]]:
-    provider = OpenAICompatible.from_entry({"id": "srv", "model": "m", "config": {
-        "base_url": "http://llm.test/v1", "api": "completions", "sampling_extras": extras}})
+    provider = OpenAICompatible.from_entry(
+        {
+            "id": "srv",
+            "model": "m",
+            "config": {"base_url": "http://llm.test/v1", "api": "completions", "sampling_extras": extras},
+        }
+    )
     sent: list[dict] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -119,7 +135,11 @@ def test_a_server_gets_llama_cpps_samplers_only_when_its_entry_says_it_takes_the
     extras, sent = _server(True)
     extras.complete("Hello", Sampling(repeat_penalty=1.3, top_k=20, min_p=0.1))
     assert (sent[0]["repeat_penalty"], sent[0]["repetition_penalty"], sent[0]["top_k"], sent[0]["min_p"]) == (
-        1.3, 1.3, 20, 0.1)
+        1.3,
+        1.3,
+        20,
+        0.1,
+    )
     with pytest.raises(ValueError, match="sampling_extras"):
         OpenAICompatible.from_entry({"id": "srv", "config": {"base_url": "http://x/v1", "sampling_extras": "yes"}})
 
@@ -127,7 +147,14 @@ def test_a_server_gets_llama_cpps_samplers_only_when_its_entry_says_it_takes_the
 def test_the_fault_counter_sees_marker_loops_echoes_and_invented_turns():
     from bench.thought_faults import faults
 
-    counted = faults(["I am king (tick my life (tick", "I think your next thought: build on your last ones",
-                      "The sea is grey.\nAnn: come home", "A gull sleeps on the rail each tick."], human="Ann")
+    counted = faults(
+        [
+            "I am king (tick my life (tick",
+            "I think your next thought: build on your last ones",
+            "The sea is grey.\nAnn: come home",
+            "A gull sleeps on the rail each tick.",
+        ],
+        human="Ann",
+    )
     assert (counted["tick_marker"], counted["marker_loop"], counted["echo"], counted["invented_turn"]) == (1, 1, 1, 1)
     assert counted["per_thought"][3] == {"tick_markers": 0, "echo": [], "invented_turn": False}

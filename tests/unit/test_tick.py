@@ -8,8 +8,8 @@ from langgraph.runtime import RunControl
 from sqlalchemy import select
 
 from graph.checkpoint import count_checkpoints, open_sqlite_saver
-from tests.fakes.llm import FakeLLM
 from memory.models import ProcessLog
+from tests.fakes.llm import FakeLLM
 from tests.fakes.managers import managers_over
 
 SEND = '# Commands:\n[{"cmd_id": "t1-1", "type": "messages.send", "args": {"text": "Hi human!"}}]\n# End commands'
@@ -84,11 +84,15 @@ def test_a_failover_is_kept_when_the_empty_first_draw_is_drawn_again(agent_facto
 
 
 def test_repeated_output_is_flagged_not_stored_again_and_reflex_lite_applies(agent_factory):
-    agent = agent_factory(FakeLLM("fake", responses=["Round and round I go.", "Round and round I go.", "Something new: tides."]))
+    agent = agent_factory(
+        FakeLLM("fake", responses=["Round and round I go.", "Round and round I go.", "Something new: tides."])
+    )
     agent.tick()
     second = agent.tick()
     assert second["novelty"]["stagnation_flag"] and second["novelty"]["repeated"]
-    assert second["sampling"]["temperature"] == pytest.approx(1.0) and second["sampling"]["top_p"] == pytest.approx(0.95)
+    assert second["sampling"]["temperature"] == pytest.approx(1.0) and second["sampling"]["top_p"] == pytest.approx(
+        0.95
+    )
     third = agent.tick()
     assert not third["novelty"]["stagnation_flag"]
     assert third["sampling"] == third["base_sampling"]  # restored once novelty recovered
@@ -174,8 +178,9 @@ def test_interrupted_tick_resumes_without_regenerating_or_rerunning(tmp_path, ag
     from nodes.state import state_from
     from nodes.steps.s12_execute_commands import run_one
 
-    outcome, events = run_one(Command.model_validate(state["commands"][0]), state_from(state), resumed.services,
-                               registry(), "fake")
+    outcome, events = run_one(
+        Command.model_validate(state["commands"][0]), state_from(state), resumed.services, registry(), "fake"
+    )
     assert outcome["already_done"] and events == []
     with resumed.services.db.unit() as repos:
         assert len(repos.notes.list(source="llm")) == 1
@@ -193,8 +198,9 @@ def test_a_finished_tick_is_remembered_only_while_its_checkpoint_is_the_newest(t
     monkeypatch.setattr(first.graph, "get_state", lambda config, **kw: loads.append("load") or load(config, **kw))
     left = first.tick()
     assert loads == [] and left["tick"] == 2 and not first.interrupted
-    assert {k: load(first.config).values[k] for k in ("tick", "response", "novelty")} == \
-        {k: left[k] for k in ("tick", "response", "novelty")}
+    assert {k: load(first.config).values[k] for k in ("tick", "response", "novelty")} == {
+        k: left[k] for k in ("tick", "response", "novelty")
+    }
     other = agent_factory(fake, checkpointer=open_sqlite_saver(tmp_path / "cp.sqlite"))
     control = RunControl()
     with pytest.raises(GraphDrained):
@@ -250,9 +256,13 @@ def test_checkpoints_are_pruned(tmp_path, agent_factory):
 
 
 def test_cycle_commands_and_unknown_and_failed_commands(agent_factory):
-    cmds = [{"type": "cycle.pause", "args": {"seconds": 2}}, {"type": "cycle.set", "args": {"responses": 3}},
-            {"type": "llm_memory.add", "args": {"text": "plan: learn tides"}}, {"type": "diary.fly", "args": {}},
-            {"type": "cycle.pause", "args": {"seconds": -5}}]
+    cmds = [
+        {"type": "cycle.pause", "args": {"seconds": 2}},
+        {"type": "cycle.set", "args": {"responses": 3}},
+        {"type": "llm_memory.add", "args": {"text": "plan: learn tides"}},
+        {"type": "diary.fly", "args": {}},
+        {"type": "cycle.pause", "args": {"seconds": -5}},
+    ]
     agent = agent_factory(FakeLLM("fake", responses=["Acting.\n# Commands:\n" + json.dumps(cmds) + "\n# End commands"]))
     state = agent.tick()
     assert [e["status"] for e in state["executed"]] == ["executed", "executed", "executed", "unknown", "invalid"]
@@ -262,8 +272,10 @@ def test_cycle_commands_and_unknown_and_failed_commands(agent_factory):
         assert [m.content for m in repos.llm_memory.recent()] == ["plan: learn tides"]
         errors = [p.value for p in repos.processes.open("main")]
         assert any("unknown command type 'diary.fly'" in e for e in errors)
-        assert any("cycle.pause (t1-5) invalid: cycle.pause: seconds: input should be greater than or equal to 0 "
-                   "(got -5)" in e for e in errors)
+        assert any(
+            "cycle.pause (t1-5) invalid: cycle.pause: seconds: input should be greater than or equal to 0 (got -5)" in e
+            for e in errors
+        )
     agent.tick()
     prompt = [c for c in agent.services.llms.provider("fake").calls if c["json_schema"] is None][-1]["prompt"]
     assert "plan: learn tides" in prompt and "unknown command type" in prompt  # notepad and process results shown
@@ -288,7 +300,10 @@ def test_continuation_mode_answers_human_from_inside_the_stream(agent_factory):
     state = agent.tick()
     assert state["mode"] == "continuation"
     assert fake.calls[-2]["prompt"].startswith(agent.services.persona.seed)
-    assert "the light on the water." in fake.calls[-2]["prompt"] and "My human writes: What do you see?" in fake.calls[-2]["prompt"]
+    assert (
+        "the light on the water." in fake.calls[-2]["prompt"]
+        and "My human writes: What do you see?" in fake.calls[-2]["prompt"]
+    )
     assert state["executed"][0]["type"] == "messages.send"
     with agent.services.db.unit() as repos:
         assert [n.text for n in repos.notes.list(source="llm")] == ["I see it too, a silver path."]
@@ -314,12 +329,14 @@ def test_continuation_compression_is_hierarchical_and_keeps_the_original(agent_f
         originals = repos.messages.since("main", 0, ("continuation",))
         assert set(row.meta["source_ids"]) <= {m.id for m in originals} and len(row.meta["source_ids"]) == 2
     last_distill = max(i for i, c in enumerate(fake.calls) if "Distil it" in c["prompt"])
-    think_prompt = next(c["prompt"] for c in fake.calls[last_distill + 1:] if c["json_schema"] is None)
+    think_prompt = next(c["prompt"] for c in fake.calls[last_distill + 1 :] if c["json_schema"] is None)
     assert think_prompt.startswith("SUMMARY(part 1")  # summary first …
     assert think_prompt.rstrip().endswith("</tool_call>.)")  # … tool definitions last, nearest the generation
     distill_prompts = [c["prompt"] for c in fake.calls if "Distil it" in c["prompt"]]
     assert all(len(p) < 4 * 700 for p in distill_prompts)  # every summariser call fits its window
-    assert all("core insights" in p and '"Open questions:"' in p for p in distill_prompts)  # what the distillation keeps
+    assert all(
+        "core insights" in p and '"Open questions:"' in p for p in distill_prompts
+    )  # what the distillation keeps
 
 
 def test_continuation_text_is_held_under_the_hard_char_cap_beside_the_token_window(agent_factory):
@@ -360,7 +377,6 @@ def test_distillation_terminates_when_summaries_do_not_shrink(agent_factory):
 
 
 def test_config_yaml_cycle_pause_is_the_pause_until_the_persona_chooses_its_own(agent_factory):
-    from managers import Managers
 
     agent = agent_factory(cycle={"pause_s": 2.5})
     assert agent.tick()["pause_s"] == 2.5

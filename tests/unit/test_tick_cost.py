@@ -9,13 +9,13 @@ from datetime import timedelta
 import numpy as np
 from sqlalchemy import event, text
 
-from tests.fakes.llm import FakeLLM
 from memory import Database
 from memory.clock import utcnow
-from tests.fakes.memory import HashEmbedder
 from memory.text import with_author
 from nodes.context import TICK_SUMMARY, TickReads
 from tests.conftest import make_agent
+from tests.fakes.llm import FakeLLM
+from tests.fakes.memory import HashEmbedder
 
 
 @contextmanager
@@ -47,8 +47,10 @@ class CountingEmbedder(HashEmbedder):
 
     def embed_parts(self, documents):
         self.texts.append([prefix + body for prefix, body, _ in documents])
-        return [HashEmbedder.embed(self, [prefix + body, *(prefix + part for part in parts)])
-                for prefix, body, parts in documents]
+        return [
+            HashEmbedder.embed(self, [prefix + body, *(prefix + part for part in parts)])
+            for prefix, body, parts in documents
+        ]
 
 
 def test_a_unit_of_work_reads_each_config_key_once(tmp_path):
@@ -66,8 +68,11 @@ def test_a_unit_of_work_reads_each_config_key_once(tmp_path):
         repos.config.set("drives/missing", [1])
         assert repos.config.get("drives/missing") == [1]
     with db.unit() as repos:
-        assert repos.config.many("drives/missing", "drives/a", "nope") == {"drives/missing": [1], "drives/a": 1,
-                                                                           "nope": None}
+        assert repos.config.many("drives/missing", "drives/a", "nope") == {
+            "drives/missing": [1],
+            "drives/a": 1,
+            "nope": None,
+        }
     db.close()
 
 
@@ -79,8 +84,10 @@ def test_a_unit_of_work_holds_the_threads_it_read(tmp_path):
     with db.unit() as repos, statements(db) as sent:
         assert [t.id for t in repos.threads.lineage("child")] == ["main", "child"]
         first = len(sent)
-        assert repos.threads.ratio_product("child") == 0.5 and [t.id for t in repos.threads.lineage("child")] == \
-            ["main", "child"]
+        assert repos.threads.ratio_product("child") == 0.5 and [t.id for t in repos.threads.lineage("child")] == [
+            "main",
+            "child",
+        ]
         assert len(sent) == first == 2  # the identity map alone would have forgotten them between the calls
         repos.threads.set_tick("child", 7)
         assert repos.threads.get("child").tick == 7  # the held row sees the update
@@ -90,8 +97,19 @@ def test_a_unit_of_work_holds_the_threads_it_read(tmp_path):
 def test_leading_goals_are_the_per_horizon_lists_in_one_query(tmp_path):
     db = Database.open(tmp_path)
     with db.unit() as repos:
-        for n, (horizon, priority) in enumerate([("short", 1), ("long", 5), ("short", 5), ("short", 3), ("long", 2),
-                                                 ("short", 5), ("long", 9), ("long", 1), ("short", 0)]):
+        for n, (horizon, priority) in enumerate(
+            [
+                ("short", 1),
+                ("long", 5),
+                ("short", 5),
+                ("short", 3),
+                ("long", 2),
+                ("short", 5),
+                ("long", 9),
+                ("long", 1),
+                ("short", 0),
+            ]
+        ):
             repos.goals.add(f"goal {n}", horizon=horizon, priority=priority)
         done = repos.goals.add("done", horizon="short", priority=10)
         repos.goals.set_status(done.id, "completed")
@@ -101,8 +119,9 @@ def test_leading_goals_are_the_per_horizon_lists_in_one_query(tmp_path):
         leading = repos.goals.leading(per_horizon=3)
         assert [g.id for g in leading[:3]] == [g.id for g in repos.goals.list(status="active", limit=3)]
         for horizon in ("short", "long"):
-            assert [g.id for g in leading if g.horizon == horizon] == \
-                [g.id for g in repos.goals.list(status="active", horizon=horizon, limit=3)]
+            assert [g.id for g in leading if g.horizon == horizon] == [
+                g.id for g in repos.goals.list(status="active", horizon=horizon, limit=3)
+            ]
         assert "done" not in {g.title for g in leading} and "set aside" not in {g.title for g in leading}
     db.close()
 
@@ -136,7 +155,9 @@ def test_a_new_memory_is_one_insert_and_its_neighbour_learns_it(tmp_path):
     with db.unit() as repos:
         before, after = repos.items.get(first.id), repos.items.get(second_id)
         assert (before.seq, after.seq) == (0, 1)
-        assert before.context_after == "Lumen: The moon pulls it." and after.context_before == "Lumen: The tide is high."
+        assert (
+            before.context_after == "Lumen: The moon pulls it." and after.context_before == "Lumen: The tide is high."
+        )
         assert set(repos.items.changed_since(0, repos.items.journal_head())) == {first.id, second_id}
         assert repos.items.any_active(["message"]) and not repos.items.any_active(["kb"])
     db.close()
@@ -173,8 +194,9 @@ def test_a_tick_embeds_the_thought_once(tmp_path):
     stored = with_author(agent.services.persona.display_name, state["thought"])
     embedded = [text for call in embedder.texts for text in call]
     assert embedded.count(state["thought"]) == 1 and embedded.count(stored) == 1  # novelty and memory, one call
-    assert [call for call in embedder.texts if stored in call] == [call for call in embedder.texts
-                                                                    if state["thought"] in call]
+    assert [call for call in embedder.texts if stored in call] == [
+        call for call in embedder.texts if state["thought"] in call
+    ]
     assert len(embedder.texts) == 1  # nothing else this tick: the recall query is the thought embedded last tick
     with agent.services.db.unit() as repos:
         item = repos.items.find("message", f"msg:{state['response_id']}")
@@ -190,11 +212,17 @@ def test_the_reflexes_read_the_recent_outputs_once_and_drives_and_prompt_share_t
         repos.notes.add("How are the boats tonight?", source="user")
     with statements(agent.services.db) as sent:
         state = agent.tick()
-    recent = [s for s in sent if s.startswith("SELECT messages.") and "messages.kind IN (?, ?)" in s
-              and "ORDER BY messages.id DESC" in s]
+    recent = [
+        s
+        for s in sent
+        if s.startswith("SELECT messages.") and "messages.kind IN (?, ?)" in s and "ORDER BY messages.id DESC" in s
+    ]
     assert len(recent) == 1  # evaluate_emotion and check_stagnation share one read
-    unread = [s for s in sent if s.startswith("SELECT notes.") and "notes.read IS 0" in s
-              and not s.startswith("SELECT notes.id FROM")]
+    unread = [
+        s
+        for s in sent
+        if s.startswith("SELECT notes.") and "notes.read IS 0" in s and not s.startswith("SELECT notes.id FROM")
+    ]
     assert len(unread) == 1 and state["incoming_note_ids"]  # update_drives' read serves prepare_context
     looks = [s for s in sent if s.startswith("SELECT notes.id FROM notes WHERE notes.read IS 0")]
     assert len(looks) <= 1  # whether someone else waits, before the reflexes' side calls (nodes/attention.py)
@@ -206,13 +234,20 @@ def test_an_answer_kept_by_a_killed_run_is_reused_and_its_rows_updated(tmp_path)
     fake = FakeLLM("fake", responses=thoughts)
     agent = make_agent(tmp_path, fake, checkpointer="sqlite")
     agent.tick()
-    answer = {"response": "The kept thought of a run that died.", "native_tool_calls": [], "parse_errors": [],
-              "degraded": False, "degraded_ticks": 0, "llm": {"llm_id": "fake"}}
+    answer = {
+        "response": "The kept thought of a run that died.",
+        "native_tool_calls": [],
+        "parse_errors": [],
+        "degraded": False,
+        "degraded_ticks": 0,
+        "llm": {"llm_id": "fake"},
+    }
     with agent.services.db.unit() as repos:  # tick 2 ran until the model answered, then the process died
         repos.ticks.start("main", 2, "chat")
         repos.ticks.keep_answer("main", 2, answer)
-        repos.messages.upsert("main:2:response", thread_id="main", tick=2, kind="response", role="assistant",
-                              content="half-written")
+        repos.messages.upsert(
+            "main:2:response", thread_id="main", tick=2, kind="response", role="assistant", content="half-written"
+        )
     thinking = len([c for c in fake.calls if c["json_schema"] is None])
     state = agent.tick()
     assert state["tick"] == 2 and state["response"] == answer["response"]
@@ -240,8 +275,10 @@ def test_a_new_turn_is_one_insert_held_by_the_session_and_its_neighbour_learns_i
         assert held is not None and held.context_after == ""
         with statements(db) as sent:
             item = record_turn(repos, ref="msg:2", text="It caught a fish at dawn.", author="Bob", episode="e")
-        assert [s.split()[0] for s in sent if s.startswith(("INSERT INTO memory_items", "UPDATE memory_items"))] == \
-            ["UPDATE", "INSERT"]
+        assert [s.split()[0] for s in sent if s.startswith(("INSERT INTO memory_items", "UPDATE memory_items"))] == [
+            "UPDATE",
+            "INSERT",
+        ]
         assert not any(s.startswith("SELECT") and "memory_items.id = ?" in s for s in sent)  # nothing read back
         with statements(db) as read:  # every column is held: none is loaded
             columns = {column.key: getattr(item, column.key) for column in MemoryItem.__table__.columns}
@@ -255,7 +292,9 @@ def test_a_new_turn_is_one_insert_held_by_the_session_and_its_neighbour_learns_i
         assert stored is not None and stored.importance == 0.9 and stored.meta == {} and stored.tags == []
         before = repos.session.get(MemoryItem, first)
         assert before is not None and before.context_after == "Bob: It caught a fish at dawn."
-        found = {row for row, in repos.session.execute(text("SELECT rowid FROM memory_fts WHERE memory_fts MATCH 'fish'"))}
+        found = {
+            row for (row,) in repos.session.execute(text("SELECT rowid FROM memory_fts WHERE memory_fts MATCH 'fish'"))
+        }
         assert found == {first, item.id}  # the new item's words, and its neighbour's context
 
 
@@ -277,13 +316,31 @@ def test_a_thought_that_comes_back_is_embedded_neither_for_the_reflexes_nor_for_
     recent outputs) or replaced by a stagnation record (it repeats the last one)."""
     embedder = CountingEmbedder()
     said = "The harbour at dusk: gulls circle while the boats come home."
-    between = [f"{topic.capitalize()} {n}, nothing like the others." for n, topic in enumerate(
-        ("cello scales", "old maps", "rain on tin", "bread rising", "a chess endgame", "fog horns", "moss on stone",
-         "kite strings", "ink stains", "copper pans"))]
+    between = [
+        f"{topic.capitalize()} {n}, nothing like the others."
+        for n, topic in enumerate(
+            (
+                "cello scales",
+                "old maps",
+                "rain on tin",
+                "bread rising",
+                "a chess endgame",
+                "fog horns",
+                "moss on stone",
+                "kite strings",
+                "ink stains",
+                "copper pans",
+            )
+        )
+    ]
     opening = "Morning. The tide is out and the mud smells of salt."  # (a thread's first thought has none to be
     # compared with: its memory is embedded at its write)
-    agent = make_agent(tmp_path, FakeLLM("fake", responses=[opening, said, *between, said, said]), embedder=embedder,
-                       checkpointer="sqlite")
+    agent = make_agent(
+        tmp_path,
+        FakeLLM("fake", responses=[opening, said, *between, said, said]),
+        embedder=embedder,
+        checkpointer="sqlite",
+    )
     assert agent.services.settings.cycle.responses == len(between)  # the first one has left the recent outputs
     agent.tick()
     first = agent.tick()
@@ -323,7 +380,8 @@ def test_kept_memory_vectors_go_when_sentence_vectors_are_made_another_way(tmp_p
     assert embedder.texts == [["The heron waits.", "Ann: The heron waits. It caught a fish."]]  # kept: asked once
     index.config = index.config.model_copy(update={"sentence_vectors": "separate"})  # each sentence on its own
     index.embed_texts(["The heron waits."], documents=[document])
-    assert embedder.texts[1:] == [["Ann: The heron waits. It caught a fish.", "Ann: The heron waits.",
-                                   "Ann: It caught a fish."]]  # made again, the new way (the text is still kept)
+    assert embedder.texts[1:] == [
+        ["Ann: The heron waits. It caught a fish.", "Ann: The heron waits.", "Ann: It caught a fish."]
+    ]  # made again, the new way (the text is still kept)
     index.close()
     db.close()

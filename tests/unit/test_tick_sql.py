@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextvars
 import statistics
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import event
@@ -20,9 +20,11 @@ from tests.unit.test_tick_cost import statements
 
 def outside_the_run(db: Database, write) -> None:
     """`write(repos)` in a unit of its own, as the web or another process would: outside the tick's run."""
+
     def unit() -> None:
         with db.unit() as repos:
             write(repos)
+
     contextvars.Context().run(unit)
 
 
@@ -86,7 +88,7 @@ def test_a_key_written_elsewhere_during_the_tick_is_updated_not_inserted_again(d
 
 
 def test_the_tick_row_is_started_counted_finished_and_failed(db):
-    at = datetime(2026, 11, 27, 9, 0, tzinfo=timezone.utc)
+    at = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
     with db.unit() as repos:
         repos.threads.ensure("main")
     with db.unit() as repos:
@@ -94,8 +96,16 @@ def test_the_tick_row_is_started_counted_finished_and_failed(db):
         row = repos.ticks.start("main", 1, "chat")
         assert row.summary == {"attempts": 1} and row.status == "running" and row.id
         row.started_at = at  # the row is the session's: a change to it is written
-        repos.ticks.finish("main", 1, status="ok", summary={"attempts": 1}, llm_calls=1, prompt_tokens=5,
-                           completion_tokens=2, llm_ms=1.0)
+        repos.ticks.finish(
+            "main",
+            1,
+            status="ok",
+            summary={"attempts": 1},
+            llm_calls=1,
+            prompt_tokens=5,
+            completion_tokens=2,
+            llm_ms=1.0,
+        )
         assert row.status == "ok" and row.finished_at is not None
     with db.unit() as repos:
         assert repos.ticks.next_unfinished("main", 1) == 2  # tick 1 finished
@@ -108,21 +118,24 @@ def test_the_tick_row_is_started_counted_finished_and_failed(db):
         repos.ticks.fail("main", 3, step="s05", error="boom")
     with db.unit() as repos:
         rows = {t.tick: t for t in repos.ticks.recent(10, "main")}
-        assert rows[1].started_at.replace(tzinfo=timezone.utc) == at and rows[1].prompt_tokens == 5
+        assert rows[1].started_at.replace(tzinfo=UTC) == at and rows[1].prompt_tokens == 5
         assert rows[2].summary == {"attempts": 2, "answer": {"response": "kept"}} and rows[2].status == "running"
         assert rows[3].status == "failed" and rows[3].summary["error"] == "boom"
 
 
 def test_the_prompts_abstracts_are_the_newest_as_plain_rows(db):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with db.unit() as repos:
         for n, tags in enumerate((["sea"], ["land"], ["Sea", "sky"])):
             repos.abstracts.add(f"title {n}", f"summary {n}", tags=tags)
     with db.unit() as repos:
-        assert [(r.id, r.title, r.summary, r.tags) for r in repos.abstracts.newest_lines(tags=["sea"], limit=2)] == \
-            [(a.id, a.title, a.summary, a.tags) for a in repos.abstracts.list(tags=["sea"], limit=2)]
-        assert [r.title for r in repos.abstracts.newest_lines(since=now - timedelta(days=1), limit=2)] == \
-            ["title 2", "title 1"]
+        assert [(r.id, r.title, r.summary, r.tags) for r in repos.abstracts.newest_lines(tags=["sea"], limit=2)] == [
+            (a.id, a.title, a.summary, a.tags) for a in repos.abstracts.list(tags=["sea"], limit=2)
+        ]
+        assert [r.title for r in repos.abstracts.newest_lines(since=now - timedelta(days=1), limit=2)] == [
+            "title 2",
+            "title 1",
+        ]
 
 
 def test_a_warm_repeating_tick_sends_at_most_74_statements(tmp_path):
@@ -139,7 +152,7 @@ def test_a_warm_repeating_tick_sends_at_most_74_statements(tmp_path):
         counts, commits = [], []
         for _ in range(8):
             committed = []
-            record = lambda conn: committed.append(1)  # noqa: E731
+            record = lambda conn: committed.append(1)  # noqa: B023, E731
             event.listen(engine, "commit", record)
             with statements(agent.services.db) as sent:
                 agent.tick()

@@ -29,28 +29,45 @@ def test_searches_and_links_are_counted_and_tools_used_shows_the_most_used(agent
     script = tmp_path / "searcher"
     script.write_text(SEARCHER, encoding="utf-8")
     script.chmod(0o755)
-    fake = FakeLLM("fake", responses=[
-        block(("concepts.add", {"name": "tide"}), ("concepts.add", {"name": "moon"}),
-              ("links.add", {"source": "tide", "target": "moon", "relation": "caused_by"})),
-        block(("search.web", {"query": "spring tide"}), ("links.list", {"concept": "tide"}), ("links.read", {"id": 1})),
-        block(("search.web", {"query": "neap tide"}), ("links.read", {"id": 1}), ("links.read", {"id": 99})),
-        block(("tools.used", {}), ("tools.used", {"kind": "link", "limit": 1})),
-    ])
-    agent = agent_factory(fake, consent={"auto_approve": ["search.web"]},
-                          search={"backend": "command", "command": [str(script)]})
+    fake = FakeLLM(
+        "fake",
+        responses=[
+            block(
+                ("concepts.add", {"name": "tide"}),
+                ("concepts.add", {"name": "moon"}),
+                ("links.add", {"source": "tide", "target": "moon", "relation": "caused_by"}),
+            ),
+            block(
+                ("search.web", {"query": "spring tide"}), ("links.list", {"concept": "tide"}), ("links.read", {"id": 1})
+            ),
+            block(("search.web", {"query": "neap tide"}), ("links.read", {"id": 1}), ("links.read", {"id": 99})),
+            block(("tools.used", {}), ("tools.used", {"kind": "link", "limit": 1})),
+        ],
+    )
+    agent = agent_factory(
+        fake, consent={"auto_approve": ["search.web"]}, search={"backend": "command", "command": [str(script)]}
+    )
     for _ in range(3):
         agent.tick()
     with agent.services.db.unit() as repos:
         counted = {(r.kind, r.name): r.uses for r in repos.tool_uses.most_used(limit=20)}
     # two searches, the link added then read twice; a failed command (no link 99) and concepts.* count nothing
-    assert counted == {("tool", "search.web"): 2, ("link", "link 1"): 2, ("link", "tide → moon"): 1,
-                       ("link", "links of tide"): 1}
+    assert counted == {
+        ("tool", "search.web"): 2,
+        ("link", "link 1"): 2,
+        ("link", "tide → moon"): 1,
+        ("link", "links of tide"): 1,
+    }
     everything, links = agent.tick()["executed"]
     assert everything["status"] == links["status"] == "executed"
     shown = [line.split(", last ")[0] for line in everything["result"].splitlines()]
     # most used first (a tie: the one used last first)
-    assert shown == ["link 1 (link): 2 use(s)", "search.web (tool): 2 use(s)", "links of tide (link): 1 use(s)",
-                     "tide → moon (link): 1 use(s)"]
+    assert shown == [
+        "link 1 (link): 2 use(s)",
+        "search.web (tool): 2 use(s)",
+        "links of tide (link): 1 use(s)",
+        "tide → moon (link): 1 use(s)",
+    ]
     [only] = links["result"].splitlines()
     assert only.startswith("link 1 (link): 2 use(s)")
 

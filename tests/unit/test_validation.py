@@ -2,13 +2,16 @@
 
 import json
 
-from tests.fakes.llm import FakeLLM
 from memory.models import LLMRegistryEntry
+from tests.fakes.llm import FakeLLM
 
 
 def commands(*cmds) -> str:
-    return "A thought.\n# Commands:\n" + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a}
-                                                    for i, (t, a) in enumerate(cmds, 1)]) + "\n# End commands"
+    return (
+        "A thought.\n# Commands:\n"
+        + json.dumps([{"cmd_id": f"c{i}", "type": t, "args": a} for i, (t, a) in enumerate(cmds, 1)])
+        + "\n# End commands"
+    )
 
 
 def trust_in_db(agent, llm_id):
@@ -20,11 +23,15 @@ def test_a_dissenting_validator_loses_trust_and_is_excluded(agent_factory):
     main = FakeLLM("main", responses=[commands(("notes.add", {"text": "tide table"}))])
     agrees = [FakeLLM(f"v{i}", json_answer={"rating": 2, "comment": "fine"}) for i in (1, 2)]
     dissent = FakeLLM("v3", json_answer={"rating": -3, "comment": "no"})
-    agent = agent_factory(main, *agrees, dissent, validators=("v1", "v2", "v3"), trust={"v1": 0.9, "v2": 1.0, "v3": 0.38})
+    agent = agent_factory(
+        main, *agrees, dissent, validators=("v1", "v2", "v3"), trust={"v1": 0.9, "v2": 1.0, "v3": 0.38}
+    )
     first = agent.tick()
     votes = {v["LLM"]: v for v in first["validation"]["validators"]}
     assert first["validation"]["rating"] == round((2 * 0.9 + 2 * 1.0 - 3 * 0.38) / 2.28, 3)
-    assert votes["v3"]["trust_after"] == 0.33 and votes["v1"]["trust_after"] == 0.91 and votes["v2"]["trust_after"] == 1.0
+    assert (
+        votes["v3"]["trust_after"] == 0.33 and votes["v1"]["trust_after"] == 0.91 and votes["v2"]["trust_after"] == 1.0
+    )
     assert trust_in_db(agent, "v3") == 0.33 and trust_in_db(agent, "v1") == 0.91
     agent.tick()
     assert trust_in_db(agent, "v3") == 0.28
@@ -34,7 +41,9 @@ def test_a_dissenting_validator_loses_trust_and_is_excluded(agent_factory):
     asked = len(dissent.calls)
     third = agent.tick()
     assert len(dissent.calls) == asked  # no longer asked
-    assert [v["LLM"] for v in third["validation"]["validators"]] == ["v1", "v2"] and third["validation"]["rating"] == 2.0
+    assert [v["LLM"] for v in third["validation"]["validators"]] == ["v1", "v2"] and third["validation"][
+        "rating"
+    ] == 2.0
 
 
 def test_self_validation_does_not_drift(agent_factory):
@@ -54,8 +63,16 @@ def test_excluding_every_validator_blocks_commands_instead_of_passing_them(agent
 
 
 def test_per_command_thresholds_by_type(agent_factory):
-    main = FakeLLM("main", responses=[commands(("messages.send", {"text": "hi"}), ("notes.add", {"text": "n"}),
-                                               ("config.update", {"key": "memory.recall_k", "value": 4}))])
+    main = FakeLLM(
+        "main",
+        responses=[
+            commands(
+                ("messages.send", {"text": "hi"}),
+                ("notes.add", {"text": "n"}),
+                ("config.update", {"key": "memory.recall_k", "value": 4}),
+            )
+        ],
+    )
     judge = FakeLLM("judge", json_answer={"rating": 2, "comment": "good"})
     agent = agent_factory(main, judge, validators=("judge",))
     agent.services.settings.reflexes.command_thresholds = {"messages.send": 3, "notes.add": 1}

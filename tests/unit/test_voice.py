@@ -4,10 +4,10 @@ import pytest
 
 from graph.agent import build_agent
 from graph.services import open_services
-from tests.fakes.llm import FakeLLM
-from tests.fakes.memory import HashEmbedder
 from persona.prose import PROSE_LETTERS, degenerate, is_prose, script_of
 from persona.voice import parse_reply, reply_letters, reply_prompt, wanted
+from tests.fakes.llm import FakeLLM
+from tests.fakes.memory import HashEmbedder
 
 NOTE = "Hello! What is your name, and what are you thinking about?"
 SEND = '# Commands:\n[{"cmd_id": "t1-1", "type": "messages.send", "args": {"text": "Hi human!"}}]\n# End commands'
@@ -20,9 +20,14 @@ def replying(reply: str = "My name is Lumen, and I am thinking about the sea."):
 
 def embedded_agent(tmp_path, fake: FakeLLM, **flags):
     """An agent whose one model is registered as the embedded llama.cpp model (the fake answers for it)."""
-    services = open_services(data_dir=str(tmp_path), embedded=False, providers={fake.id: fake},
-                             entries=[{"id": fake.id, "provider": "llamacpp", "priority": 100}],
-                             embedder=HashEmbedder(), **flags)
+    services = open_services(
+        data_dir=str(tmp_path),
+        embedded=False,
+        providers={fake.id: fake},
+        entries=[{"id": fake.id, "provider": "llamacpp", "priority": 100}],
+        embedder=HashEmbedder(),
+        **flags,
+    )
     return build_agent("repl", services=services, data_dir=str(tmp_path), checkpointer="memory")
 
 
@@ -39,8 +44,12 @@ def test_a_waiting_note_gets_a_reply_turn_that_runs_as_messages_send(tmp_path):
     events = [data for mode, data in agent.stream() if mode == "custom"]
     state = agent.state()
     assert state["reply"]["notes"] == [note_id] and state["reply"]["attempts"] == 1
-    assert {"cmd_id": "t1-reply", "type": "messages.send", "status": "executed",
-            "result": "message sent (note 2)"} in state["executed"]
+    assert {
+        "cmd_id": "t1-reply",
+        "type": "messages.send",
+        "status": "executed",
+        "result": "message sent (note 2)",
+    } in state["executed"]
     assert any(e.get("event") == "message" and e["text"].startswith("My name is Lumen") for e in events)
     reply_call = next(c for c in fake.calls if c["prompt"].rstrip().endswith("Lumen:"))
     assert NOTE in reply_call["prompt"] and reply_call["sampling"].letters == reply_letters(NOTE)
@@ -49,7 +58,9 @@ def test_a_waiting_note_gets_a_reply_turn_that_runs_as_messages_send(tmp_path):
     assert think_call["sampling"].letters == PROSE_LETTERS  # the embedded model's thought is held to words
     with agent.services.db.unit() as repos:
         assert repos.notes.get(note_id).read
-        assert [n.text for n in repos.notes.list(source="llm")] == ["My name is Lumen, and I am thinking about the sea."]
+        assert [n.text for n in repos.notes.list(source="llm")] == [
+            "My name is Lumen, and I am thinking about the sea."
+        ]
         assert repos.commands.get("main:1:t1-reply").status == "executed"
     assert calls(agent, "reply") == 1
     agent.services.db.close()
@@ -77,9 +88,14 @@ def test_a_server_model_with_auto_gets_no_reply_turn_and_no_mask(agent_factory):
 
 def test_always_runs_the_turn_on_any_model_but_not_when_the_thought_already_answers(tmp_path):
     fake = FakeLLM("fake", responses=replying())
-    services = open_services(data_dir=str(tmp_path), embedded=False, providers={"fake": fake},
-                             entries=[{"id": "fake", "provider": "fake", "priority": 100}], embedder=HashEmbedder(),
-                             voice={"reply_turn": "always"})
+    services = open_services(
+        data_dir=str(tmp_path),
+        embedded=False,
+        providers={"fake": fake},
+        entries=[{"id": "fake", "provider": "fake", "priority": 100}],
+        embedder=HashEmbedder(),
+        voice={"reply_turn": "always"},
+    )
     agent = build_agent("repl", services=services, data_dir=str(tmp_path), checkpointer="memory")
     with agent.services.db.unit() as repos:
         repos.notes.add(NOTE, source="user")
@@ -118,8 +134,9 @@ def test_a_malformed_reply_never_crashes_the_tick(tmp_path, garbage):
     with agent.services.db.unit() as repos:
         tick = repos.ticks.recent(1)[0]
         assert tick.status == "ok" and repos.notes.get(note_id).read
-        assert "reply turn" in (repos.processes.open("main")[-1].value if repos.processes.open("main") else "") \
-            or any("reply turn" in e for e in state["parse_errors"])
+        assert "reply turn" in (repos.processes.open("main")[-1].value if repos.processes.open("main") else "") or any(
+            "reply turn" in e for e in state["parse_errors"]
+        )
     agent.services.db.close()
 
 
@@ -149,8 +166,12 @@ def test_prose_gate_and_scripts():
 
 
 def test_reply_prompt_and_parse():
-    prompt = reply_prompt("Lumen", "# Identity\n- Nature: a curious, patient mind", ["Как тебя зовут?"],
-                          "I was thinking about the tides and the moon.")
+    prompt = reply_prompt(
+        "Lumen",
+        "# Identity\n- Nature: a curious, patient mind",
+        ["Как тебя зовут?"],
+        "I was thinking about the tides and the moon.",
+    )
     # the frame, the examples and the human's turns are in the note's language (i18n: its script says Russian)
     assert prompt.endswith("Человек: Как тебя зовут?\nLumen:") and "a curious, patient mind" in prompt
     assert "Человек: Ты любишь море?" in prompt and "говорит со своим человеком" in prompt

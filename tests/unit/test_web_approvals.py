@@ -10,8 +10,10 @@ from tests.fakes.llm import FakeLLM
 
 
 def block(*commands: tuple[str, dict]) -> str:
-    items = [{"cmd_id": f"c{i}", "type": t, "args": a, "description": "I want to be calmer."}
-             for i, (t, a) in enumerate(commands, 1)]
+    items = [
+        {"cmd_id": f"c{i}", "type": t, "args": a, "description": "I want to be calmer."}
+        for i, (t, a) in enumerate(commands, 1)
+    ]
     return "I will change.\n# Commands:\n" + json.dumps(items) + "\n# End commands"
 
 
@@ -46,8 +48,11 @@ def test_an_approval_given_on_the_api_runs_exactly_once_at_the_next_tick(web):
         assert repos.blocks.get("core").content.count("I am calmer now.") == 1
     detail = web.client.get(f"/api/approvals/{pending['id']}").json()
     assert detail["status"] == "executed" and detail["result"]
-    assert [(e["decision"], e["actor"]) for e in detail["audit"]] == [("requested", "loop"), ("approved", "human"),
-                                                                       ("executed", "human")]
+    assert [(e["decision"], e["actor"]) for e in detail["audit"]] == [
+        ("requested", "loop"),
+        ("approved", "human"),
+        ("executed", "human"),
+    ]
     assert detail["audit"][1]["reason"] == "owner (web, loopback): fine by me"  # the door, then the reason
     assert web.client.get("/api/approvals").json() == {"items": [], "pending": 0}
     assert [a["id"] for a in web.client.get("/api/approvals?status=executed").json()["items"]] == [pending["id"]]
@@ -86,12 +91,17 @@ def test_the_page_shows_what_waits_and_decides_it_in_place(web):
     assert 'id="badge-approvals" class="nav-badge" aria-label="2 waiting">2</mark>' in page.text  # what waits
 
     headers = {**web.csrf, "HX-Request": "true"}
-    refused = web.client.post(f"/approvals/{approvals['notepad.clear']['id']}/deny", data={"reason": " "}, headers=headers)
+    refused = web.client.post(
+        f"/approvals/{approvals['notepad.clear']['id']}/deny", data={"reason": " "}, headers=headers
+    )
     assert refused.status_code == 422 and "<b>reason</b>" in refused.text
-    denied = web.client.post(f"/approvals/{approvals['notepad.clear']['id']}/deny", data={"reason": "no"}, headers=headers)
+    denied = web.client.post(
+        f"/approvals/{approvals['notepad.clear']['id']}/deny", data={"reason": "no"}, headers=headers
+    )
     assert denied.status_code == 200 and 'data-testid="decision"' in denied.text and "denied" in denied.text
-    approved = web.client.post(f"/approvals/{approvals['identity.update']['id']}/approve", data={"reason": ""},
-                               headers=headers)
+    approved = web.client.post(
+        f"/approvals/{approvals['identity.update']['id']}/approve", data={"reason": ""}, headers=headers
+    )
     assert approved.status_code == 200 and "approved" in approved.text and "runs once" in approved.text
     twice = web.client.post(f"/approvals/{approvals['identity.update']['id']}/approve", data={}, headers=headers)
     assert twice.status_code == 409 and 'class="error"' in twice.text

@@ -19,19 +19,36 @@ VENDOR = STATIC / "vendor"
 
 REMOTE = r"""(?:https?:)?//"""  # an absolute (or protocol-relative) URL: another host
 # CSS: url(…) and @import, which the browser fetches (comments stripped first: a URL in a comment loads nothing)
-CSS_LOADS = re.compile(r"""url\(\s*['"]?\s*""" + REMOTE + r"""|@import\s+(?:url\(\s*)?['"]?\s*""" + REMOTE, re.IGNORECASE)
+CSS_LOADS = re.compile(
+    r"""url\(\s*['"]?\s*""" + REMOTE + r"""|@import\s+(?:url\(\s*)?['"]?\s*""" + REMOTE, re.IGNORECASE
+)
 CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 # JS: module imports (static, re-exports, dynamic), importScripts, a script/link/img whose src/href is set to a URL.
 # A string such as "http://www.w3.org/2000/svg" (an XML namespace in htmx and uPlot) is not a load, and not matched.
 Q = r"""["'`]\s*"""
 JS_LOADS = re.compile(
-    r"""\bimport\s*(?:[\w$*{},\s]+?\s*from\s*)?""" + Q + REMOTE  # import x from "https://…" / import "https://…"
-    + r"""|\bexport\s*[\w$*{},\s]+?\s*from\s*""" + Q + REMOTE  # export … from "https://…"
-    + r"""|\bimport\s*\(\s*""" + Q + REMOTE  # import("https://…")
-    + r"""|\bimportScripts\s*\(\s*""" + Q + REMOTE
-    + r"""|\.(?:src|href)\s*=\s*""" + Q + REMOTE  # el.src = "https://…"
-    + r"""|setAttribute\(\s*["'](?:src|href)["']\s*,\s*""" + Q + REMOTE
-    + r"""|new\s+(?:Shared)?Worker\(\s*""" + Q + REMOTE)
+    r"""\bimport\s*(?:[\w$*{},\s]+?\s*from\s*)?"""
+    + Q
+    + REMOTE  # import x from "https://…" / import "https://…"
+    + r"""|\bexport\s*[\w$*{},\s]+?\s*from\s*"""
+    + Q
+    + REMOTE  # export … from "https://…"
+    + r"""|\bimport\s*\(\s*"""
+    + Q
+    + REMOTE  # import("https://…")
+    + r"""|\bimportScripts\s*\(\s*"""
+    + Q
+    + REMOTE
+    + r"""|\.(?:src|href)\s*=\s*"""
+    + Q
+    + REMOTE  # el.src = "https://…"
+    + r"""|setAttribute\(\s*["'](?:src|href)["']\s*,\s*"""
+    + Q
+    + REMOTE
+    + r"""|new\s+(?:Shared)?Worker\(\s*"""
+    + Q
+    + REMOTE
+)
 NAVIGATION = {"a", "area", "form"}  # an href/action a human follows is a link, not an asset the page loads
 ASSET_ATTRIBUTES = {"src", "href", "srcset", "data", "poster", "background", "xlink:href"}
 
@@ -94,20 +111,31 @@ def test_the_checker_finds_real_cdn_references_and_ignores_namespaces_links_and_
       <script type="module">import confetti from "https://esm.sh/canvas-confetti";</script></head>"""
     found = remote_loads("page.html", bad_html)
     assert len(found) == 6, found
-    assert remote_loads("x.css", "/* https://picocss.com */ @import 'https://a.b/c.css'; b{background:url(//x.y/z.png)}") \
-        == ["@import 'https://", "url(//"]
-    bad_js = ['import {a} from "https://esm.sh/a";', "import 'https://x.y/side-effect.js';",
-              'const m = await import("https://cdn.example/m.js");', 'importScripts("https://x/worker.js")',
-              's.src = "https://cdn.example/lib.js";', "el.setAttribute('href', '//cdn.example/x.css')",
-              'export * from "https://esm.sh/b"', "new Worker('https://x/w.js')"]
+    assert remote_loads(
+        "x.css", "/* https://picocss.com */ @import 'https://a.b/c.css'; b{background:url(//x.y/z.png)}"
+    ) == ["@import 'https://", "url(//"]
+    bad_js = [
+        'import {a} from "https://esm.sh/a";',
+        "import 'https://x.y/side-effect.js';",
+        'const m = await import("https://cdn.example/m.js");',
+        'importScripts("https://x/worker.js")',
+        's.src = "https://cdn.example/lib.js";',
+        "el.setAttribute('href', '//cdn.example/x.css')",
+        'export * from "https://esm.sh/b"',
+        "new Worker('https://x/w.js')",
+    ]
     assert [len(remote_loads("x.js", js)) for js in bad_js] == [1] * len(bad_js)
-    fine_html = ('<a href="https://github.com/anima">source</a><form action="https://example.com"></form>'
-                 '<link rel="stylesheet" href="/static/app.css"><script src="/static/app.js"></script>'
-                 '<li><a href="{{ href }}" {% if x %}aria-current="page"{% endif %}>x</a></li>')
+    fine_html = (
+        '<a href="https://github.com/anima">source</a><form action="https://example.com"></form>'
+        '<link rel="stylesheet" href="/static/app.css"><script src="/static/app.js"></script>'
+        '<li><a href="{{ href }}" {% if x %}aria-current="page"{% endif %}>x</a></li>'
+    )
     assert remote_loads("ok.html", fine_html) == []
-    fine_js = ('var s=document.createElementNS("http://www.w3.org/2000/svg","svg");'
-               'x.setAttributeNS("http://www.w3.org/1999/xlink","href","#a");/* see https://htmx.org */'
-               'const important = "https://example.com"; fetch("/api/notes"); a.src = "/static/x.png";')
+    fine_js = (
+        'var s=document.createElementNS("http://www.w3.org/2000/svg","svg");'
+        'x.setAttributeNS("http://www.w3.org/1999/xlink","href","#a");/* see https://htmx.org */'
+        'const important = "https://example.com"; fetch("/api/notes"); a.src = "/static/x.png";'
+    )
     assert remote_loads("ok.js", fine_js) == []
 
 
@@ -149,9 +177,11 @@ def test_every_vendored_package_carries_its_licence(package):
     assert any(p.name in entry["files"] for p in licences)  # pinned like the code
     assert entry.get("license") and entry.get("version") and entry["dir"].endswith(entry["version"])
     text = " ".join(p.read_text(encoding="utf-8", errors="replace") for p in licences)
-    assert {"MIT": "Permission is hereby granted", "0BSD": "Permission to use, copy, modify",
-            "Apache-2.0": "Apache License"}.get(
-        entry["license"], "") in text
+    assert {
+        "MIT": "Permission is hereby granted",
+        "0BSD": "Permission to use, copy, modify",
+        "Apache-2.0": "Apache License",
+    }.get(entry["license"], "") in text
 
 
 def _static_refs(template: Path) -> list[str]:
@@ -178,9 +208,11 @@ def test_the_api_docs_page_names_only_the_apps_own_files_and_each_is_served(web)
     page = web.client.get("/docs")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     refs = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)""", page.text)
-    assert sorted(refs) == ["/static/vendor/swagger-ui-dist-5.35.0/favicon-32x32.png",
-                            "/static/vendor/swagger-ui-dist-5.35.0/swagger-ui-bundle.js",
-                            "/static/vendor/swagger-ui-dist-5.35.0/swagger-ui.css"]
+    assert sorted(refs) == [
+        "/static/vendor/swagger-ui-dist-5.35.0/favicon-32x32.png",
+        "/static/vendor/swagger-ui-dist-5.35.0/swagger-ui-bundle.js",
+        "/static/vendor/swagger-ui-dist-5.35.0/swagger-ui.css",
+    ]
     assert not re.search(REMOTE, page.text.replace("http://www.w3.org", ""))  # no URL of another host at all
     assert "url: '/openapi.json'" in page.text and '"validatorUrl": null' in page.text
     for ref in refs:

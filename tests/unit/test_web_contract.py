@@ -12,8 +12,12 @@ from web.app import create_app
 
 SCHEMA = create_app().openapi()
 UNSAFE = {"post", "put", "patch", "delete"}
-OPERATIONS = [(method, path, operation) for path, item in SCHEMA["paths"].items()
-              for method, operation in item.items() if method in {"get", *UNSAFE}]
+OPERATIONS = [
+    (method, path, operation)
+    for path, item in SCHEMA["paths"].items()
+    for method, operation in item.items()
+    if method in {"get", *UNSAFE}
+]
 NOT_ONE_PERSONA = {("post", "/api/persona/import")}  # serves no one persona: no persona to miss
 
 

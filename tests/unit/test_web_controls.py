@@ -4,10 +4,9 @@ endpoints' health comes from the calls the loop recorded."""
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from graph.loop import Stopper, run_loop
-from managers import Managers
 from tests.fakes.managers import managers_over
 
 
@@ -45,14 +44,14 @@ def test_a_bad_control_value_names_the_field(web):
 
 
 def test_the_page_says_when_no_loop_runs_and_shows_llm_health(web):
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with web.agent.services.db.unit() as repos:
-        managers_over(repos).loop.record_status("running", now=now, thread="main", pid=2 ** 22 + 7)  # no such process
+        managers_over(repos).loop.record_status("running", now=now, thread="main", pid=2**22 + 7)  # no such process
     page = web.client.get("/controls").text
     assert 'data-testid="no-loop"' in page
     web.agent.tick()
     llms = web.client.get("/api/llms").json()
-    assert [(l["id"], l["healthy"]) for l in llms] == [("fake", True)] and llms[0]["calls"] >= 1
+    assert [(item["id"], item["healthy"]) for item in llms] == [("fake", True)] and llms[0]["calls"] >= 1
     assert "fake" in web.client.get("/controls").text
 
 

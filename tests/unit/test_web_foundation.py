@@ -10,12 +10,11 @@ import time
 import pytest
 
 from graph.loop import Stopper, run_loop
-from managers import Managers
 from graph.loop.journal import LiveJournal
-from web.security import CSRF_HEADER, TOKEN_COOKIE, TOKEN_ENV, BindingError, check_binding, is_loopback
-from web.services import events
 from persona.settings import Overrides
 from tests.fakes.managers import managers_over
+from web.security import CSRF_HEADER, TOKEN_COOKIE, TOKEN_ENV, BindingError, check_binding, is_loopback
+from web.services import events
 
 TOKEN = "s3cret-token-for-tests"
 
@@ -26,6 +25,7 @@ def human_notes(web) -> list[str]:
 
 
 # ---- binding -------------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "anima.example"])
 def test_binding_beyond_this_machine_without_a_token_is_refused_naming_the_variable(host):
@@ -51,6 +51,7 @@ def test_the_server_refuses_to_start_on_0000_without_the_token(monkeypatch, tmp_
 
 # ---- the token -----------------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def guarded(web):
     web.services.api_token = TOKEN  # as when ANIMA_API_TOKEN is set: the guard reads it on every request
@@ -58,9 +59,20 @@ def guarded(web):
     web.services.api_token = None
 
 
-@pytest.mark.parametrize("method, path", [("GET", "/"), ("GET", "/controls"), ("GET", "/api/conversation"),
-                                          ("GET", "/api/loop"), ("GET", "/openapi.json"), ("GET", "/docs"),
-                                          ("POST", "/api/notes"), ("PUT", "/api/loop"), ("GET", "/nowhere")])
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("GET", "/"),
+        ("GET", "/controls"),
+        ("GET", "/api/conversation"),
+        ("GET", "/api/loop"),
+        ("GET", "/openapi.json"),
+        ("GET", "/docs"),
+        ("POST", "/api/notes"),
+        ("PUT", "/api/loop"),
+        ("GET", "/nowhere"),
+    ],
+)
 def test_with_a_token_every_request_without_it_is_401(guarded, method, path):
     answer = guarded.client.request(method, path, json={"text": "hi"} if method != "GET" else None)
     assert answer.status_code == 401, (path, answer.text)
@@ -84,7 +96,11 @@ def test_the_token_in_the_query_sets_the_cookie_and_redirects(guarded):
     answer = client.get(f"/controls?token={TOKEN}", follow_redirects=False)
     assert answer.status_code == 303 and answer.headers["location"] == "/controls"  # the token leaves the URL
     cookie = answer.headers["set-cookie"]
-    assert cookie.startswith(f"{TOKEN_COOKIE}={TOKEN}") and "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+    assert (
+        cookie.startswith(f"{TOKEN_COOKIE}={TOKEN}")
+        and "httponly" in cookie.lower()
+        and "samesite=strict" in cookie.lower()
+    )
     page = client.get("/controls")  # the client keeps the cookie, as a browser does
     assert page.status_code == 200 and "Controls" in page.text
     client.cookies.clear()
@@ -94,18 +110,25 @@ def test_the_token_in_the_query_sets_the_cookie_and_redirects(guarded):
 
 # ---- CSRF ----------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("headers", [
-    {"Origin": "http://evil.example"},
-    {"Origin": "http://127.0.0.1.evil.example"},
-    {"Origin": "http://127.0.0.1:9999"},  # another port is another origin
-    {"Origin": "null"},  # a sandboxed frame or a data: page
-    {"Referer": "http://evil.example/page"},
-    {"Sec-Fetch-Site": "cross-site"},
-    {"Origin": "http://evil.example", "X-CSRF-Token": "guessed"},
-])
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://evil.example"},
+        {"Origin": "http://127.0.0.1.evil.example"},
+        {"Origin": "http://127.0.0.1:9999"},  # another port is another origin
+        {"Origin": "null"},  # a sandboxed frame or a data: page
+        {"Referer": "http://evil.example/page"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Origin": "http://evil.example", "X-CSRF-Token": "guessed"},
+    ],
+)
 def test_a_cross_site_post_is_403_and_stores_nothing(web, headers):
-    for path, kwargs in (("/api/notes", {"json": {"text": "forged"}}), ("/talk/notes", {"data": {"text": "forged"}}),
-                         ("/controls/loop", {"data": {"want": "stopped"}})):
+    for path, kwargs in (
+        ("/api/notes", {"json": {"text": "forged"}}),
+        ("/talk/notes", {"data": {"text": "forged"}}),
+        ("/controls/loop", {"data": {"want": "stopped"}}),
+    ):
         answer = web.client.post(path, headers=headers, **kwargs)
         assert answer.status_code == 403 and answer.json()["error"] == "cross-site request refused", (path, answer.text)
     assert web.client.put("/api/loop", json={"want": "stopped"}, headers=headers).status_code == 403
@@ -115,15 +138,22 @@ def test_a_cross_site_post_is_403_and_stores_nothing(web, headers):
 
 
 def test_even_the_apps_own_csrf_token_from_another_origin_is_refused(web):
-    answer = web.client.post("/api/notes", json={"text": "forged"},
-                             headers={"Origin": "http://evil.example", CSRF_HEADER: web.services.csrf_token})
+    answer = web.client.post(
+        "/api/notes",
+        json={"text": "forged"},
+        headers={"Origin": "http://evil.example", CSRF_HEADER: web.services.csrf_token},
+    )
     assert answer.status_code == 403 and human_notes(web) == []
 
 
 def test_a_browser_post_from_the_same_origin_needs_the_pages_csrf_header(web):
     same = {"Origin": "http://127.0.0.1"}
-    for headers in (same, {**same, CSRF_HEADER: "wrong"}, {"Sec-Fetch-Site": "same-origin"},
-                    {"Sec-Fetch-Mode": "cors"}):
+    for headers in (
+        same,
+        {**same, CSRF_HEADER: "wrong"},
+        {"Sec-Fetch-Site": "same-origin"},
+        {"Sec-Fetch-Mode": "cors"},
+    ):
         answer = web.client.post("/talk/notes", data={"text": "no header"}, headers=headers)
         assert answer.status_code == 403 and CSRF_HEADER in answer.json()["error"], answer.text
         assert web.client.post("/api/notes", json={"text": "no header"}, headers=headers).status_code == 403
@@ -143,6 +173,7 @@ def test_safe_methods_and_non_browser_clients_pass_without_the_header(web):
 
 # ---- errors --------------------------------------------------------------------------------------------------------
 
+
 def test_json_errors_name_the_field(web):
     too_long = web.client.post("/api/notes", json={"text": "x" * 8001})
     assert too_long.status_code == 422
@@ -151,8 +182,10 @@ def test_json_errors_name_the_field(web):
     assert web.client.post("/api/notes", json={}).json()["field"] == "text"
     assert web.client.put("/api/loop", json={"want": "faster"}).json()["field"] == "want"
     assert web.client.get("/api/conversation?limit=0").json()["field"] == "limit"
-    assert web.client.post("/api/notes", content=b"{not json", headers={"Content-Type": "application/json"}
-                           ).status_code == 422
+    assert (
+        web.client.post("/api/notes", content=b"{not json", headers={"Content-Type": "application/json"}).status_code
+        == 422
+    )
     missing = web.client.get("/api/no-such-thing")
     assert missing.status_code == 404 and missing.json()["status"] == 404
     assert human_notes(web) == []
@@ -165,6 +198,7 @@ def test_a_page_error_comes_back_as_a_fragment_the_page_shows(web):
 
 
 # ---- the live journal ----------------------------------------------------------------------------------------------
+
 
 def test_the_journal_writes_each_step_and_tick_of_a_ticked_agent_and_the_stream_reads_them_in_order(web):
     journal = LiveJournal(web.agent.services.db, "main")
@@ -217,6 +251,7 @@ def test_the_sse_json_of_an_event_names_its_kind_and_cursor(web):
 
 
 # ---- the control flag the loop obeys --------------------------------------------------------------------------------
+
 
 def _want(web, want: str) -> None:
     with web.services.db.unit() as repos:

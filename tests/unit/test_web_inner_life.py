@@ -28,7 +28,8 @@ def test_a_drive_the_human_sets_is_recorded_computed_and_reaches_the_next_prompt
     with web.agent.services.db.unit() as repos:
         assert repos.config.drive_adjustments["boredom"]["level"] == 0.8
         assert [(c["drive"], c["level"], c["by"]) for c in repos.config.drive_adjustment_history] == [
-            ("boredom", 0.8, "human")]
+            ("boredom", 0.8, "human")
+        ]
         drives = compute_drives(repos, web.services.clock(), web.agent.services.settings.drives)
     assert drives.levels["boredom"] == pytest.approx(0.8, abs=0.01)
     prompt = web.agent.tick()["prompt"]
@@ -58,8 +59,12 @@ def test_history_keeps_the_last_fifty_changes_newest_first(web):
 def test_a_bad_drive_change_names_the_field(web):
     unknown = web.client.put("/api/drives/hunger", json={"level": 0.5})
     assert unknown.status_code == 404 and unknown.json()["field"] == "name" and "hunger" in unknown.json()["error"]
-    for body, field in (({"level": 1.5}, "level"), ({"level": -0.1}, "level"), ({}, "level"),
-                        ({"level": 0.5, "why": "x"}, "why")):
+    for body, field in (
+        ({"level": 1.5}, "level"),
+        ({"level": -0.1}, "level"),
+        ({}, "level"),
+        ({"level": 0.5, "why": "x"}, "why"),
+    ):
         answer = web.client.put("/api/drives/boredom", json=body)
         assert answer.status_code == 422 and answer.json()["field"] == field, answer.json()
     with web.agent.services.db.unit() as repos:
@@ -76,7 +81,9 @@ def test_the_page_shows_the_sliders_and_a_change_persists_across_a_reload(web):
     assert fragment.status_code == 200 and fragment.text.startswith('<section id="drives"')
     assert 'value="0.70" aria-label="boredom"' in fragment.text
     assert 'value="0.70" aria-label="boredom"' in web.client.get("/inner-life").text
-    refused = web.client.put("/inner-life/drives/boredom", data={"level": "2"}, headers={**web.csrf, "HX-Request": "true"})
+    refused = web.client.put(
+        "/inner-life/drives/boredom", data={"level": "2"}, headers={**web.csrf, "HX-Request": "true"}
+    )
     assert refused.status_code == 422 and "<b>level</b>" in refused.text
 
 
@@ -112,8 +119,9 @@ def test_the_page_resolves_and_deletes_questions_and_asks_the_drives_to_reload(w
         second = repos.questions.add("Why is the sea salty?", priority=0.5).id
     page = web.client.get("/inner-life").text
     assert "Where do eels go?" in page and f'hx-post="/inner-life/questions/{first}/resolve"' in page
-    table = web.client.post(f"/inner-life/questions/{first}/resolve", data={"resolution": "the Sargasso Sea"},
-                            headers=web.csrf)
+    table = web.client.post(
+        f"/inner-life/questions/{first}/resolve", data={"resolution": "the Sargasso Sea"}, headers=web.csrf
+    )
     assert table.status_code == 200 and "resolved: the Sargasso Sea" in table.text
     assert table.headers["hx-trigger"] == "drives-changed"
     table = web.client.delete(f"/inner-life/questions/{second}", headers=web.csrf)
@@ -138,7 +146,9 @@ def test_the_charts_have_emotions_novelty_and_tokens_per_tick(web):
     novelty = {s["label"]: s["values"] for s in charts["novelty"]["series"]}
     assert novelty["novelty"][0] == 100.0 and novelty["stagnant"] == [None, novelty["novelty"][1]]  # tick 2 repeats
     page = web.client.get("/inner-life").text
-    assert 'data-chart="chart-tokens-data"' in page and '<script type="application/json" id="chart-tokens-data">' in page
+    assert (
+        'data-chart="chart-tokens-data"' in page and '<script type="application/json" id="chart-tokens-data">' in page
+    )
     assert "uPlot" in web.client.get("/static/app.js").text
 
 
@@ -154,7 +164,9 @@ def test_the_last_prompts_layers_with_the_budget_and_what_was_dropped(web):
     assert layers["used_tokens"] == sum(layer["tokens"] for layer in context["layers"])
     # nothing left out whole: at this window the command guide only takes its smaller form, and the page says so
     assert layers["dropped"] == context["dropped"] and [d.split(":")[0] for d in layers["dropped"]] == ["commands"]
-    assert "shrunk to a smaller form" in layers["dropped"][0] and "commands" in [layer["layer"] for layer in layers["layers"]]
+    assert "shrunk to a smaller form" in layers["dropped"][0] and "commands" in [
+        layer["layer"] for layer in layers["layers"]
+    ]
     with web.agent.services.db.unit() as repos:
         row = repos.ticks.get("main", 1)
         row.summary = {**row.summary, "context": {**context, "dropped": ["recent: oldest item (120 tokens)"]}}

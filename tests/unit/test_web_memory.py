@@ -4,8 +4,10 @@ and knowledge-base uploads checked by size and content."""
 
 from __future__ import annotations
 
-DIARY = ('# Commands:\n[{"cmd_id": "d1", "type": "diary.add", '
-         '"args": {"text": "The lighthouse keeper waved at dawn."}}]\n# End commands')
+DIARY = (
+    '# Commands:\n[{"cmd_id": "d1", "type": "diary.add", '
+    '"args": {"text": "The lighthouse keeper waved at dawn."}}]\n# End commands'
+)
 
 
 def persona_writes_a_diary_entry(web) -> str:
@@ -18,8 +20,22 @@ def persona_writes_a_diary_entry(web) -> str:
 def test_tiers_name_every_tier_with_its_size(web):
     persona_writes_a_diary_entry(web)
     tiers = {t["name"]: t for t in web.client.get("/api/memory/tiers").json()["tiers"]}
-    assert {"core", "notepad", "llm_memory", "diary", "concept", "link", "goal", "task", "episode", "entity", "insight",
-            "fact", "question", "kb"} <= set(tiers)
+    assert {
+        "core",
+        "notepad",
+        "llm_memory",
+        "diary",
+        "concept",
+        "link",
+        "goal",
+        "task",
+        "episode",
+        "entity",
+        "insight",
+        "fact",
+        "question",
+        "kb",
+    } <= set(tiers)
     assert tiers["diary"]["count"] == 1 and tiers["diary"]["searchable"] and tiers["diary"]["archivable"]
     assert not tiers["fact"]["archivable"] and not tiers["kb"]["editable"] and tiers["kb"]["deletable"]
     answer = web.client.get("/api/memory/dreams")
@@ -90,8 +106,9 @@ def test_a_human_delete_purges_for_good_and_keeps_the_history(web):
 def test_search_finds_what_the_human_wrote_through_the_api(web):
     with web.agent.services.db.unit() as repos:
         entity = repos.entities.merge("Ada")
-    web.client.patch(f"/api/memory/entity/{entity.id}",
-                     json={"description": "Ada keeps bees on the cliff above the harbour."})
+    web.client.patch(
+        f"/api/memory/entity/{entity.id}", json={"description": "Ada keeps bees on the cliff above the harbour."}
+    )
     hits = web.client.get("/api/memory/search", params={"q": "bees cliff harbour"}).json()["hits"]
     assert hits and (hits[0]["tier"], hits[0]["ref"]) == ("entity", str(entity.id)) and hits[0]["browsable"]
     within = web.client.get("/api/memory/entity", params={"q": "bees"}).json()["items"]
@@ -133,9 +150,11 @@ def test_the_page_shows_an_edited_value_and_its_history(web):
     assert 'hx-confirm="Delete diary' in page.text and ">History</button>" in page.text
     form = web.client.get(f"/memory/diary/{ref}/edit")
     assert form.status_code == 200 and 'name="text"' in form.text
-    row = web.client.post(f"/memory/diary/{ref}/edit", headers=web.csrf,
-                          data={"text": "The keeper <b>waved</b> twice.", "tags": "sea, dawn", "priority": "2",
-                                "pinned": "true"})
+    row = web.client.post(
+        f"/memory/diary/{ref}/edit",
+        headers=web.csrf,
+        data={"text": "The keeper <b>waved</b> twice.", "tags": "sea, dawn", "priority": "2", "pinned": "true"},
+    )
     assert row.status_code == 200 and "The keeper &lt;b&gt;waved&lt;/b&gt; twice." in row.text and "saved" in row.text
     page = web.client.get("/memory", params={"tier": "diary"}).text
     assert "The keeper &lt;b&gt;waved&lt;/b&gt; twice." in page
@@ -184,7 +203,9 @@ def test_search_shows_the_chain_of_a_knowledge_update(web):
     index = web.agent.services.memory
     index.sync()
     assert [(s.older, s.newer) for s in supersede_older(index, new)] == [(old, new)]
-    hits = {h["text"]: h for h in web.client.get("/api/memory/search", params={"q": "Ann favourite colour"}).json()["hits"]}
+    hits = {
+        h["text"]: h for h in web.client.get("/api/memory/search", params={"q": "Ann favourite colour"}).json()["hits"]
+    }
     newer, older = hits["My favourite colour is green now."], hits["My favourite colour is blue."]
     assert newer["replaced"] == ["My favourite colour is blue."] and newer["superseded_by"] is None
     assert older["status"] == "superseded" and older["superseded_by"] == "My favourite colour is green now."

@@ -74,13 +74,15 @@ def test_a_broken_config_is_refused_with_its_line_and_the_file_stays_as_it_was(o
     before = path.read_bytes()
     config = own.client.get("/api/persona/config").json()
     assert config["name"] == "Lumen" and config["text"] == before.decode()
-    for text, where in (("name: Lumen\nmemory:\n  recall_k: [unclosed\n", "config.yaml:4 (yaml)"),
-                        ("name: Lumen\nmemory:\n  recall_k: -1\n", "config.yaml:3 memory.recall_k"),
-                        ("name: Lumen\ncolour: blue\n", "config.yaml:2 colour"),
-                        ("name: Lumen\ndata_dir: /etc\n", "config.yaml:2 data_dir"),
-                        ("name: Lumen\nconsent:\n  auto_approve: [identity.updat]\n", "config.yaml:3"),
-                        ("- a list\n", "config.yaml:1"),
-                        ("=", "config.yaml:1 (yaml)")):  # composes, but no constructor takes the `value` tag
+    for text, where in (
+        ("name: Lumen\nmemory:\n  recall_k: [unclosed\n", "config.yaml:4 (yaml)"),
+        ("name: Lumen\nmemory:\n  recall_k: -1\n", "config.yaml:3 memory.recall_k"),
+        ("name: Lumen\ncolour: blue\n", "config.yaml:2 colour"),
+        ("name: Lumen\ndata_dir: /etc\n", "config.yaml:2 data_dir"),
+        ("name: Lumen\nconsent:\n  auto_approve: [identity.updat]\n", "config.yaml:3"),
+        ("- a list\n", "config.yaml:1"),
+        ("=", "config.yaml:1 (yaml)"),
+    ):  # composes, but no constructor takes the `value` tag
         refused = own.client.put("/api/persona/config", json={"text": text})
         assert refused.status_code == 422, (text, refused.json())
         assert refused.json()["field"] == "text" and where in refused.json()["error"], refused.json()
@@ -89,8 +91,9 @@ def test_a_broken_config_is_refused_with_its_line_and_the_file_stays_as_it_was(o
     saved = own.client.put("/api/persona/config", json={"text": good})
     assert saved.status_code == 200 and path.read_text() == good
     assert own.services.settings().memory.recall_k == 7
-    page = own.client.put("/persona/config", data={"text": "memory: {recall_k: -3}\n"},
-                          headers={**own.csrf, "HX-Request": "true"})
+    page = own.client.put(
+        "/persona/config", data={"text": "memory: {recall_k: -3}\n"}, headers={**own.csrf, "HX-Request": "true"}
+    )
     assert page.status_code == 422 and "config.yaml:1 memory.recall_k" in page.text and path.read_text() == good
 
 
@@ -126,8 +129,12 @@ def test_a_skill_is_listed_edited_and_added(own):
     assert saved.status_code == 200 and saved.json()["own"] is True
     assert (own.persona_dir / "skills" / journaling["directory"] / "SKILL.md").read_text() == edited
     assert (default_persona_dir() / "skills" / journaling["directory"] / "SKILL.md").read_text() == shipped
-    added = own.client.put("/api/persona/skills/knots", json={
-        "text": "---\nname: knots\ndescription: Tie a knot for every promise.\ninvocation: manual\n---\nBowline first.\n"})
+    added = own.client.put(
+        "/api/persona/skills/knots",
+        json={
+            "text": "---\nname: knots\ndescription: Tie a knot for every promise.\ninvocation: manual\n---\nBowline first.\n"  # noqa: E501
+        },
+    )
     assert added.status_code == 200 and added.json()["directory"] == "knots"
     assert "knots" in [s.name for s in own.services.persona().skills]
     broken = own.client.put("/api/persona/skills/journaling", json={"text": "no frontmatter"})
@@ -143,13 +150,16 @@ def test_the_persona_is_exported_and_imported_elsewhere(own):
     own.client.put("/api/persona/files/SOUL.md", json={"text": "# Soul\n\nI keep the light.\n"})
     exported = own.client.get("/api/persona/export")
     assert exported.status_code == 200 and exported.headers["content-type"] == "application/gzip"
-    assert "attachment" in exported.headers["content-disposition"] and ".tar.gz" in exported.headers["content-disposition"]
+    assert (
+        "attachment" in exported.headers["content-disposition"] and ".tar.gz" in exported.headers["content-disposition"]
+    )
     with tarfile.open(fileobj=io.BytesIO(exported.content)) as tar:
         names = set(tar.getnames())
     assert {"manifest.json", "persona/IDENTITY.md", "persona/config.yaml", "data/anima.sqlite"} <= names
 
-    imported = own.client.post("/api/persona/import",
-                               files={"file": ("lumen.tar.gz", exported.content, "application/gzip")})
+    imported = own.client.post(
+        "/api/persona/import", files={"file": ("lumen.tar.gz", exported.content, "application/gzip")}
+    )
     assert imported.status_code == 201, imported.json()
     created = imported.json()
     persona_dir, data_dir = Path(created["persona_dir"]), Path(created["data_dir"])
@@ -162,7 +172,9 @@ def test_the_persona_is_exported_and_imported_elsewhere(own):
             assert [e.text for e in repos.diary.list()] == ["The night the lighthouse went dark."]
     finally:
         database.close()
-    again = own.client.post("/api/persona/import", files={"file": ("lumen.tar.gz", exported.content, "application/gzip")})
+    again = own.client.post(
+        "/api/persona/import", files={"file": ("lumen.tar.gz", exported.content, "application/gzip")}
+    )
     assert again.status_code == 201 and again.json()["persona_dir"] != created["persona_dir"]  # a new directory
 
 
@@ -201,15 +213,28 @@ def chunk(kind: bytes, data: bytes) -> bytes:
 
 def png_card(card: dict, keyword: bytes = b"chara") -> bytes:
     payload = base64.b64encode(json.dumps(card).encode())
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
-            + chunk(b"tEXt", keyword + b"\0" + payload) + chunk(b"IDAT", zlib.compress(b"\0\0\0\0"))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+        + chunk(b"tEXt", keyword + b"\0" + payload)
+        + chunk(b"IDAT", zlib.compress(b"\0\0\0\0"))
+        + chunk(b"IEND", b"")
+    )
 
 
-CARD = {"spec": "chara_card_v2", "spec_version": "2.0",
-        "data": {"name": "Mira Vale", "description": "{{char}} keeps a lighthouse and writes to {{user}} at dusk.",
-                 "personality": "patient, wry, fond of knots", "scenario": "A storm is coming in.",
-                 "first_mes": "*{{char}} lights the lamp.* You came back.", "mes_example": "", "tags": ["sea"]}}
+CARD = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {
+        "name": "Mira Vale",
+        "description": "{{char}} keeps a lighthouse and writes to {{user}} at dusk.",
+        "personality": "patient, wry, fond of knots",
+        "scenario": "A storm is coming in.",
+        "first_mes": "*{{char}} lights the lamp.* You came back.",
+        "mes_example": "",
+        "tags": ["sea"],
+    },
+}
 
 
 def test_a_png_character_card_becomes_a_new_persona(own):
@@ -228,7 +253,9 @@ def test_a_png_character_card_becomes_a_new_persona(own):
     v3 = {**CARD, "spec": "chara_card_v3", "data": {**CARD["data"], "name": "Mira Vale"}}
     second = own.client.post("/api/persona/cards", files={"file": ("mira.png", png_card(v3, b"ccv3"), "image/png")})
     assert second.status_code == 201 and second.json()["persona_dir"].endswith("mira-vale-2")
-    as_json = own.client.post("/api/persona/cards", files={"file": ("c.json", json.dumps(CARD).encode(), "application/json")})
+    as_json = own.client.post(
+        "/api/persona/cards", files={"file": ("c.json", json.dumps(CARD).encode(), "application/json")}
+    )
     assert as_json.status_code == 201
 
 
@@ -237,10 +264,14 @@ def test_a_card_upload_is_type_and_size_checked(own):
     assert gif.status_code == 415 and gif.json()["field"] == "file"
     disguised = own.client.post("/api/persona/cards", files={"file": ("c.png", b"GIF89a....", "image/png")})
     assert disguised.status_code == 415
-    plain_png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)) + chunk(b"IEND", b""))
+    plain_png = (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)) + chunk(b"IEND", b"")
+    )
     no_card = own.client.post("/api/persona/cards", files={"file": ("c.png", plain_png, "image/png")})
     assert no_card.status_code == 422 and "no character card" in no_card.json()["error"]
-    huge = own.client.post("/api/persona/cards", files={"file": ("c.png", b"\x89PNG" + b"\0" * (10 * 1024 * 1024), "image/png")})
+    huge = own.client.post(
+        "/api/persona/cards", files={"file": ("c.png", b"\x89PNG" + b"\0" * (10 * 1024 * 1024), "image/png")}
+    )
     assert huge.status_code == 413 and huge.json()["field"] == "file"
     assert not own.personas.exists() or not any(own.personas.iterdir())
 
@@ -248,8 +279,14 @@ def test_a_card_upload_is_type_and_size_checked(own):
 def test_the_persona_page_shows_files_seeds_skills_and_imports(own):
     page = own.client.get("/persona")
     assert page.status_code == 200
-    for needle in ('hx-get="/persona/files/IDENTITY.md"', 'hx-get="/persona/config"', 'hx-get="/persona/skills/journaling"',
-                   'href="/api/persona/export"', 'hx-post="/persona/cards"', 'hx-post="/persona/import"'):
+    for needle in (
+        'hx-get="/persona/files/IDENTITY.md"',
+        'hx-get="/persona/config"',
+        'hx-get="/persona/skills/journaling"',
+        'href="/api/persona/export"',
+        'hx-post="/persona/cards"',
+        'hx-post="/persona/import"',
+    ):
         assert needle in page.text, needle
     editor = own.client.get("/persona/files/SOUL.md")
     assert editor.status_code == 200 and 'hx-put="/persona/files/SOUL.md"' in editor.text
@@ -271,9 +308,11 @@ def test_the_shipped_persona_a_run_names_explicitly_is_shown_read_only(web):
 
 
 def test_a_refused_edit_of_the_shipped_persona_adopts_nothing(web):
-    for path, body in (("/api/persona/config", {"text": "memory:\n  recall_k: [unclosed\n"}),
-                       ("/api/persona/files/ethics.yaml", {"text": "principles: 3\n"}),
-                       ("/api/persona/skills/journaling", {"text": "no frontmatter"})):
+    for path, body in (
+        ("/api/persona/config", {"text": "memory:\n  recall_k: [unclosed\n"}),
+        ("/api/persona/files/ethics.yaml", {"text": "principles: 3\n"}),
+        ("/api/persona/skills/journaling", {"text": "no frontmatter"}),
+    ):
         assert web.client.put(path, json=body).status_code == 422, path
     assert not (web.data_dir / "persona").exists()
     overview = web.client.get("/api/persona").json()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from managers import Managers
 from nodes.context import utcnow
 from tests.fakes.managers import managers_over
 
@@ -79,11 +78,13 @@ def test_an_uploaded_export_is_revived_as_an_imported_session(web):
     assert wrong_type.status_code == 415 and wrong_type.json()["field"] == "file"
     not_json = web.client.post("/api/sessions/revive", files={"file": ("s.json", b"{nope", "application/json")})
     assert not_json.status_code == 422 and not_json.json()["field"] == "file"
-    not_export = web.client.post("/api/sessions/revive", files={"file": ("s.json", json.dumps({"a": 1}).encode(),
-                                                                          "application/json")})
+    not_export = web.client.post(
+        "/api/sessions/revive", files={"file": ("s.json", json.dumps({"a": 1}).encode(), "application/json")}
+    )
     assert not_export.status_code == 422 and "session" in not_export.json()["error"]
-    too_big = web.client.post("/api/sessions/revive",
-                              files={"file": ("s.json", b" " * (20 * 1024 * 1024 + 1), "application/json")})
+    too_big = web.client.post(
+        "/api/sessions/revive", files={"file": ("s.json", b" " * (20 * 1024 * 1024 + 1), "application/json")}
+    )
     assert too_big.status_code == 413 and too_big.json()["field"] == "file"
 
 
@@ -96,8 +97,9 @@ def test_the_sessions_page_lists_downloads_and_revives(web):
     revived = web.client.post(f"/sessions/{session_id}/revive", headers=web.csrf)
     assert revived.status_code == 200 and f"main~r{session_id}" in revived.text and "python run.py" in revived.text
     export = web.client.get(f"/api/sessions/{session_id}/export").content
-    uploaded = web.client.post("/sessions/revive", files={"file": ("s.json", export, "application/json")},
-                               headers=web.csrf)
+    uploaded = web.client.post(
+        "/sessions/revive", files={"file": ("s.json", export, "application/json")}, headers=web.csrf
+    )
     assert uploaded.status_code == 200 and "~r" in uploaded.text
 
 
@@ -105,11 +107,20 @@ def test_the_thought_log_is_exported_as_csv_and_jsonl_with_debug_diary_entries_m
     import csv
     import io
 
-    cmds = "# Commands:\n" + json.dumps([
-        {"cmd_id": "c1", "type": "diary.add", "args": {"text": "I keep circling the same tide.",
-                                                         "tags": ["debug:stagnation_loop"]}},
-        {"cmd_id": "c2", "type": "diary.add", "args": {"text": "The moon pulls the sea.", "tags": ["sea"]}}]) \
+    cmds = (
+        "# Commands:\n"
+        + json.dumps(
+            [
+                {
+                    "cmd_id": "c1",
+                    "type": "diary.add",
+                    "args": {"text": "I keep circling the same tide.", "tags": ["debug:stagnation_loop"]},
+                },
+                {"cmd_id": "c2", "type": "diary.add", "args": {"text": "The moon pulls the sea.", "tags": ["sea"]}},
+            ]
+        )
         + "\n# End commands"
+    )
     session_id = run_session(web, "I think of tides, again.\n" + cmds)
     jsonl = web.client.get(f"/api/sessions/{session_id}/export?format=jsonl")
     assert jsonl.status_code == 200 and jsonl.headers["content-type"].startswith("application/x-ndjson")
@@ -117,13 +128,17 @@ def test_the_thought_log_is_exported_as_csv_and_jsonl_with_debug_diary_entries_m
     records = [json.loads(line) for line in jsonl.text.splitlines()]
     assert [(r["record"], r["kind"], r["text"]) for r in records if r["record"] != "message"] == [
         ("note", "note", "Hello, Lumen."),
-        ("diary", "debug", "I keep circling the same tide."), ("diary", "diary", "The moon pulls the sea.")]
-    assert any(r["record"] == "message" and r["kind"] == "response" and "I think of tides, again." in r["text"]
-               for r in records)
+        ("diary", "debug", "I keep circling the same tide."),
+        ("diary", "diary", "The moon pulls the sea."),
+    ]
+    assert any(
+        r["record"] == "message" and r["kind"] == "response" and "I think of tides, again." in r["text"]
+        for r in records
+    )
     table = web.client.get(f"/api/sessions/{session_id}/export?format=csv")
     assert table.status_code == 200 and table.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(table.text)))
     assert [(r["record"], r["kind"], r["tags"]) for r in rows] == [
-        (r["record"], r["kind"], ";".join(r["tags"])) for r in records]  # the same log, as a table
+        (r["record"], r["kind"], ";".join(r["tags"])) for r in records
+    ]  # the same log, as a table
     assert next(r for r in rows if r["kind"] == "debug")["tags"] == "debug:stagnation_loop"
-

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from web.pages.live import _talk_fragment, talk_status
 
-SEND = '# Commands:\n[{"cmd_id": "r1", "type": "messages.send", "args": {"text": "I am Lumen; I think about tides."}}]\n# End commands'
+SEND = '# Commands:\n[{"cmd_id": "r1", "type": "messages.send", "args": {"text": "I am Lumen; I think about tides."}}]\n# End commands'  # noqa: E501
 
 
 def test_a_note_posted_on_the_api_reaches_the_next_tick_and_the_reply_joins_the_conversation(web):
@@ -15,8 +15,10 @@ def test_a_note_posted_on_the_api_reaches_the_next_tick_and_the_reply_joins_the_
     state = web.agent.tick()
     assert "What is your name?" in state["prompt"]  # the note went into the prompt as data
     items = web.client.get("/api/conversation").json()["items"]
-    assert [(i["who"], i["text"]) for i in items] == [("human", "What is your name?"),
-                                                      ("persona", "I am Lumen; I think about tides.")]
+    assert [(i["who"], i["text"]) for i in items] == [
+        ("human", "What is your name?"),
+        ("persona", "I am Lumen; I think about tides."),
+    ]
     assert items[0]["read"] is True and items[1]["unprompted"] is False
     assert web.client.get("/api/conversation").json()["waiting"] == 0
 
@@ -33,8 +35,12 @@ def test_the_talk_page_has_a_message_box_and_shows_a_sent_note_as_a_fragment(web
 
 
 def test_a_bad_note_is_refused_naming_the_field_and_nothing_is_stored(web):
-    for body, field in (({"text": ""}, "text"), ({"text": "x" * 8001}, "text"), ({"text": "hi", "priority": 99}, "priority"),
-                        ({"text": "hi", "colour": "red"}, "colour")):
+    for body, field in (
+        ({"text": ""}, "text"),
+        ({"text": "x" * 8001}, "text"),
+        ({"text": "hi", "priority": 99}, "priority"),
+        ({"text": "hi", "colour": "red"}, "colour"),
+    ):
         answer = web.client.post("/api/notes", json=body)
         assert answer.status_code == 422 and answer.json()["field"] == field, answer.json()
     with web.agent.services.db.unit() as repos:
@@ -45,8 +51,9 @@ def test_an_unprompted_message_names_the_drive_that_moved_the_persona(web):
     web.agent.services.llms.providers["fake"].responses = [SEND]
     web.agent.tick()
     with web.agent.services.db.unit() as repos:
-        repos.config.reach_outs = ([{"at": "2026-11-23T10:00:00+00:00", "tick": 1, "thread": "main",
-                                          "drive": "boredom", "level": 0.72}])
+        repos.config.reach_outs = [
+            {"at": "2026-11-23T10:00:00+00:00", "tick": 1, "thread": "main", "drive": "boredom", "level": 0.72}
+        ]
     reply = web.client.get("/api/conversation").json()["items"][-1]
     assert reply["unprompted"] is True and reply["drive"] == "boredom" and reply["drive_level"] == 0.72
     assert "unprompted: boredom 0.72" in web.client.get("/").text

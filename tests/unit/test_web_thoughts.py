@@ -8,16 +8,18 @@ from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
 
+from persona.settings import Overrides
 from tests.fakes.llm import FakeLLM
 from web.app import create_app
 from web.context import WebServices
 from web.pages.live import _thought_fragment
-from persona.settings import Overrides
 
-THOUGHT = ("The tide comes back twice a day; I want to know why.\n# Commands:\n"
-           '[{"cmd_id": "c1", "type": "notes.add", "args": {"text": "ask about tides"}},'
-           ' {"cmd_id": "c2", "type": "notes.add", "args": {}},'
-           ' {"cmd_id": "c3", "type": "tides.predict", "args": {}}]\n# End commands')
+THOUGHT = (
+    "The tide comes back twice a day; I want to know why.\n# Commands:\n"
+    '[{"cmd_id": "c1", "type": "notes.add", "args": {"text": "ask about tides"}},'
+    ' {"cmd_id": "c2", "type": "notes.add", "args": {}},'
+    ' {"cmd_id": "c3", "type": "tides.predict", "args": {}}]\n# End commands'
+)
 
 
 class PageRequest:
@@ -31,13 +33,18 @@ def test_a_tick_card_has_the_thought_its_commands_and_their_fate_tokens_time_and
     card = web.client.get("/api/ticks/main/1").json()
     assert card["thought"].startswith("The tide comes back twice a day") and card["status"] == "ok"
     assert [(c["cmd_id"], c["type"], c["status"], c["ran"]) for c in card["commands"]] == [
-        ("c1", "notes.add", "executed", True), ("c2", "notes.add", "invalid", False),
-        ("c3", "tides.predict", "unknown", False)]
+        ("c1", "notes.add", "executed", True),
+        ("c2", "notes.add", "invalid", False),
+        ("c3", "tides.predict", "unknown", False),
+    ]
     assert "text" in card["commands"][1]["result"] and "unknown command type" in card["commands"][2]["result"]
     assert card["commands"][0]["args"] == {"text": "ask about tides"}
     with web.agent.services.db.unit() as repos:
         row = repos.ticks.get("main", 1)
-        assert card["tokens"]["prompt"] == row.prompt_tokens > 0 and card["tokens"]["completion"] == row.completion_tokens > 0
+        assert (
+            card["tokens"]["prompt"] == row.prompt_tokens > 0
+            and card["tokens"]["completion"] == row.completion_tokens > 0
+        )
     assert card["llm_id"] == "fake" and card["failovers"] == []
     assert card["finished_at"] >= card["started_at"] and card["duration_s"] >= 0
     # a thought that shows no feeling: rated from its novelty (reflexes.emotion_from_signals), no model call
@@ -48,8 +55,10 @@ def test_a_tick_card_has_the_thought_its_commands_and_their_fate_tokens_time_and
 
 
 def test_what_the_parser_could_not_read_is_shown_and_a_repeat_is_flagged_stagnant(web):
-    malformed = ('Hm.\n# Commands:\n[{"cmd_id": "c1", "type": "notes.add", "args": {"text": "x"}},'
-                 ' {"cmd_id": "c2" "type": oops}]\n# End commands')
+    malformed = (
+        'Hm.\n# Commands:\n[{"cmd_id": "c1", "type": "notes.add", "args": {"text": "x"}},'
+        ' {"cmd_id": "c2" "type": oops}]\n# End commands'
+    )
     web.agent.services.llms.providers["fake"].responses = [malformed]
     web.agent.tick()
     web.agent.tick()  # the same answer again
@@ -78,7 +87,9 @@ def test_an_unknown_tick_is_a_404_naming_the_field(web):
 
 def test_failed_model_calls_and_a_degraded_tick_are_shown_not_hidden(agent_factory, tmp_path):
     agent = agent_factory(FakeLLM("first", down=True), FakeLLM("second"))
-    services = WebServices(db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)), clock=agent.services.clock)
+    services = WebServices(
+        db=agent.services.db, overrides=Overrides.of(data_dir=str(tmp_path)), clock=agent.services.clock
+    )
     with TestClient(create_app(services=services), base_url="http://127.0.0.1") as client:
         agent.tick()
         card = client.get("/api/ticks/main/1").json()
@@ -111,19 +122,28 @@ def test_stelis_threads_form_a_tree_with_their_window_budgets_and_chronicles(web
     web.agent.tick()
     with web.agent.services.db.unit() as repos:
         root = repos.threads.get("main")
-        child = repos.threads.create_child("main/research", root, label="research tides", window_ratio=0.5,
-                                           origin="command", owner="test")
-        repos.threads.create_child("main/research/deep", child, label="deeper", window_ratio=0.5, origin="command",
-                                   owner="test")
-        repos.threads.finish("main/research", status="completed", chronicle="Tides follow the moon.",
-                             now=datetime(2026, 1, 1, tzinfo=UTC))
+        child = repos.threads.create_child(
+            "main/research", root, label="research tides", window_ratio=0.5, origin="command", owner="test"
+        )
+        repos.threads.create_child(
+            "main/research/deep", child, label="deeper", window_ratio=0.5, origin="command", owner="test"
+        )
+        repos.threads.finish(
+            "main/research",
+            status="completed",
+            chronicle="Tides follow the moon.",
+            now=datetime(2026, 1, 1, tzinfo=UTC),
+        )
     tree = web.client.get("/api/threads").json()
     assert tree["count"] == 3 and [r["id"] for r in tree["roots"]] == ["main"]
     main = tree["roots"][0]
     assert main["window_tokens"] and main["budget_tokens"] and main["effective_ratio"] == 1.0
     research = main["children"][0]
-    assert (research["id"], research["status"], research["chronicle"]) == ("main/research", "completed",
-                                                                         "Tides follow the moon.")
+    assert (research["id"], research["status"], research["chronicle"]) == (
+        "main/research",
+        "completed",
+        "Tides follow the moon.",
+    )
     assert research["window_ratio"] == 0.5 and research["children"][0]["effective_ratio"] == 0.25
     page = web.client.get("/thoughts").text
     assert "research tides" in page and "Tides follow the moon." in page and "25% of the model" in page
@@ -136,14 +156,21 @@ def test_the_page_streams_cards_and_the_live_fragment_renders_the_closed_tick(we
     web.agent.services.llms.providers["fake"].responses = [THOUGHT]
     web.agent.tick()
     request = PageRequest(web.app)
-    fragment = _thought_fragment(request, web.services, {"id": 41, "kind": "tick", "thread_id": "main", "tick": 1,
-                                                          "data": {"executed": 3}})
+    fragment = _thought_fragment(
+        request, web.services, {"id": 41, "kind": "tick", "thread_id": "main", "tick": 1, "data": {"executed": 3}}
+    )
     assert fragment["event"] == "tick" and fragment["id"] == "41"
     assert 'data-tick="1"' in fragment["data"] and "The tide comes back twice a day" in fragment["data"]
     assert "tides.predict" in fragment["data"] and "\n" not in fragment["data"]  # one SSE data line
-    failed = _thought_fragment(request, web.services, {"id": 42, "kind": "tick_failed", "thread_id": "main",
-                                                        "tick": None, "data": {"tick": 1, "error": "x"}})
+    failed = _thought_fragment(
+        request,
+        web.services,
+        {"id": 42, "kind": "tick_failed", "thread_id": "main", "tick": None, "data": {"tick": 1, "error": "x"}},
+    )
     assert failed["event"] == "tick" and 'data-tick="1"' in failed["data"]
-    step = _thought_fragment(request, web.services, {"id": 43, "kind": "step", "thread_id": "main", "tick": 2,
-                                                      "node": "prepare_context", "data": {}})
+    step = _thought_fragment(
+        request,
+        web.services,
+        {"id": 43, "kind": "step", "thread_id": "main", "tick": 2, "node": "prepare_context", "data": {}},
+    )
     assert step["event"] == "step" and "tick 2: prepare_context" in step["data"]

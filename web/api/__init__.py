@@ -9,12 +9,37 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.dependencies.models import Dependant
 
-from web.api import (approvals, controls, events, inner_life, memory, peers, people, persona, personas, sessions,
-                     talk, thoughts)
+from web.api import (
+    approvals,
+    controls,
+    events,
+    inner_life,
+    memory,
+    peers,
+    people,
+    persona,
+    personas,
+    sessions,
+    talk,
+    thoughts,
+)
 from web.api.responses import EVERY_ROUTE
 from web.errors import ServiceError
 
-RESOURCES = (talk, thoughts, inner_life, memory, approvals, people, sessions, persona, controls, events, personas, peers)
+RESOURCES = (
+    talk,
+    thoughts,
+    inner_life,
+    memory,
+    approvals,
+    people,
+    sessions,
+    persona,
+    controls,
+    events,
+    personas,
+    peers,
+)
 
 
 def _query_names(dependant: Dependant) -> list[str]:
@@ -35,13 +60,19 @@ def declared_query(request: Request) -> None:
     unknown = [name for name in request.query_params if name not in known]
     if unknown:
         takes = ", ".join(sorted(known)) or "none"
-        raise ServiceError(f"unknown query parameter {unknown[0][:64]!r} (this route takes: {takes})",
-                           field=unknown[0][:64], status=422)
+        raise ServiceError(
+            f"unknown query parameter {unknown[0][:64]!r} (this route takes: {takes})",
+            field=unknown[0][:64],
+            status=422,
+        )
 
 
 def api_router() -> APIRouter:
-    router = APIRouter(prefix="/api", responses=EVERY_ROUTE,  # 400, 401: any route may answer them
-                       dependencies=[Depends(declared_query)])
+    router = APIRouter(
+        prefix="/api",
+        responses=EVERY_ROUTE,  # 400, 401: any route may answer them
+        dependencies=[Depends(declared_query)],
+    )
     for resource in RESOURCES:
         router.include_router(resource.router)
     return router

@@ -20,33 +20,49 @@ DECIDE = errors(403, (404, "no such approval"), (409, "decided already"), 422)
 
 
 @router.get("/approvals", response_model=ApprovalList, responses=errors(422))
-def list_approvals(status: Literal["pending", "approved", "denied", "expired", "executed", "failed", "all"] = Query("pending"),
-                   limit: int = Query(50, ge=1, le=500), house: Managers = unit_of_work()):
+def list_approvals(
+    status: Literal["pending", "approved", "denied", "expired", "executed", "failed", "all"] = Query("pending"),
+    limit: int = Query(50, ge=1, le=500),
+    house: Managers = unit_of_work(),
+):
     """Pending ones oldest first; any other status (or `all`) newest first."""
     return approvals.listing(house, None if status == "all" else status, limit)
 
 
-@router.get("/approvals/{approval_id}", response_model=ApprovalDetail,
-            responses=errors((404, "no such approval"), 422))
+@router.get("/approvals/{approval_id}", response_model=ApprovalDetail, responses=errors((404, "no such approval"), 422))
 def read_approval(approval_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
     """One approval with its trail in the audit log (requested, approved/denied, executed/failed)."""
     return approvals.detail(house, approval_id)
 
 
 @router.post("/approvals/{approval_id}/approve", response_model=ApprovalDetail, responses=DECIDE)
-def approve(body: ApproveIn | None = None, approval_id: int = Path(ge=1, le=MAX_ID),
-            services: WebServices = Depends(get_services)):
+def approve(
+    body: ApproveIn | None = None,
+    approval_id: int = Path(ge=1, le=MAX_ID),
+    services: WebServices = Depends(get_services),
+):
     """It runs exactly once, at the persona's next tick."""
-    return approvals.decide(services.managers, approval_id, approve=True, reason=(body or ApproveIn()).reason,
-                            now=services.clock(),
-                            by=web_actor(services.api_token))
+    return approvals.decide(
+        services.managers,
+        approval_id,
+        approve=True,
+        reason=(body or ApproveIn()).reason,
+        now=services.clock(),
+        by=web_actor(services.api_token),
+    )
 
 
 @router.post("/approvals/{approval_id}/deny", response_model=ApprovalDetail, responses=DECIDE)
 def deny(body: DenyIn, approval_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
     """It never runs; the persona reads the denial and its reason in its next prompt."""
-    return approvals.decide(services.managers, approval_id, approve=False, reason=body.reason, now=services.clock(),
-                            by=web_actor(services.api_token))
+    return approvals.decide(
+        services.managers,
+        approval_id,
+        approve=False,
+        reason=body.reason,
+        now=services.clock(),
+        by=web_actor(services.api_token),
+    )
 
 
 @router.get("/tainted", response_model=TaintedList, responses=errors(422))
@@ -57,10 +73,19 @@ def list_tainted(limit: int = Query(50, ge=1, le=500), house: Managers = unit_of
     return approvals.tainted(house, limit)
 
 
-@router.post("/tainted/{taint_id}/trust", response_model=TaintedRow,
-             responses=errors(403, (404, "no such tainted row"), (409, "trusted already"), 422))
-def trust(body: TrustIn | None = None, taint_id: int = Path(ge=1, le=MAX_ID),
-          services: WebServices = Depends(get_services)):
+@router.post(
+    "/tainted/{taint_id}/trust",
+    response_model=TaintedRow,
+    responses=errors(403, (404, "no such tainted row"), (409, "trusted already"), 422),
+)
+def trust(
+    body: TrustIn | None = None, taint_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)
+):
     """Trust the row: from the next tick it is the persona's own (unfenced, gating nothing). Kept in the audit log."""
-    return approvals.trust(services.managers, taint_id, reason=(body or TrustIn()).reason, now=services.clock(),
-                           by=web_actor(services.api_token))
+    return approvals.trust(
+        services.managers,
+        taint_id,
+        reason=(body or TrustIn()).reason,
+        now=services.clock(),
+        by=web_actor(services.api_token),
+    )

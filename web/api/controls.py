@@ -8,8 +8,16 @@ from starlette.convertors import Convertor, register_url_convertor
 from managers import Managers
 from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services, unit_of_work
-from web.schemas.controls import (ControlIn, LLMAddIn, LLMHealth, LLMSelectIn, LLMUpdateIn, LocalServer, LoopStatus,
-                                  Spend)
+from web.schemas.controls import (
+    ControlIn,
+    LLMAddIn,
+    LLMHealth,
+    LLMSelectIn,
+    LLMUpdateIn,
+    LocalServer,
+    LoopStatus,
+    Spend,
+)
 from web.services import controls
 
 router = APIRouter(tags=["controls"], responses=PERSONA)
@@ -44,8 +52,12 @@ def read_spend(house: Managers = unit_of_work(), services: WebServices = Depends
 
 
 @router.put("/loop", response_model=LoopStatus, responses=errors(403, 422))
-def control_loop(body: ControlIn, background: BackgroundTasks, house: Managers = unit_of_work(),
-                 services: WebServices = Depends(get_services)):
+def control_loop(
+    body: ControlIn,
+    background: BackgroundTasks,
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     """`running`, `paused` or `stopped`: the loop obeys before its next tick."""
     if body.want == "running" and services.wake is not None:
         background.add_task(services.wake)  # a deployed persona: started again at once
@@ -63,10 +75,20 @@ def read_llms(house: Managers = unit_of_work()):
     return controls.llm_health(house)
 
 
-@router.post("/llms", response_model=LLMHealth, status_code=201,
-             responses=errors(403, (409, "a model by that name is already registered"),
-                              (422, "the body is invalid, or the server did not pass the health check (its model "
-                                    "list and one short completion): the message says why, field base_url")))
+@router.post(
+    "/llms",
+    response_model=LLMHealth,
+    status_code=201,
+    responses=errors(
+        403,
+        (409, "a model by that name is already registered"),
+        (
+            422,
+            "the body is invalid, or the server did not pass the health check (its model "
+            "list and one short completion): the message says why, field base_url",
+        ),
+    ),
+)
 def add_llm(body: LLMAddIn, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     """Add a model on an OpenAI-compatible server (Ollama, LM Studio, llama.cpp server, vLLM, a hosted API) after a
     health check; the answer is the new model with its `id`. The key is kept in a 0600 file of the data dir, never
@@ -81,23 +103,34 @@ def read_local_servers(house: Managers = unit_of_work()):
     return controls.local_servers(house)
 
 
-@router.delete("/llms/{llm_id:model_id}", response_model=list[LLMHealth],
-               responses=errors(403, (404, "no such model"),
-                                (409, "a configured model (config.yaml, the command line): disable it instead"), 422))
+@router.delete(
+    "/llms/{llm_id:model_id}",
+    response_model=list[LLMHealth],
+    responses=errors(
+        403,
+        (404, "no such model"),
+        (409, "a configured model (config.yaml, the command line): disable it instead"),
+        422,
+    ),
+)
 def remove_llm(llm_id: str, house: Managers = unit_of_work()):
     """Forget a model added here (and its key); the models left."""
     return controls.remove_llm(house, llm_id)
 
 
-@router.put("/llms/selected", response_model=list[LLMHealth],
-            responses=errors(403, (409, "no such enabled model"), 422))
+@router.put(
+    "/llms/selected", response_model=list[LLMHealth], responses=errors(403, (409, "no such enabled model"), 422)
+)
 def select_llm(body: LLMSelectIn, house: Managers = unit_of_work()):
     """Think with this model (persisted; the loop takes it at its next tick); null: the highest priority again."""
     return controls.select_llm(house, body.id)
 
 
-@router.patch("/llms/{llm_id:model_id}", response_model=list[LLMHealth],
-              responses=errors(403, (404, "no such model"), (409, "refused: it would leave no model enabled"), 422))
+@router.patch(
+    "/llms/{llm_id:model_id}",
+    response_model=list[LLMHealth],
+    responses=errors(403, (404, "no such model"), (409, "refused: it would leave no model enabled"), 422),
+)
 def update_llm(llm_id: str, body: LLMUpdateIn, house: Managers = unit_of_work()):
     """A model's priority, whether it is enabled, whether it validates (persisted; at least one stays enabled)."""
     return controls.update_llm(house, llm_id, body)

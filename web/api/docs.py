@@ -22,8 +22,10 @@ def install(app: FastAPI) -> None:
     def api_docs(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "").rstrip("/")
         return get_swagger_ui_html(
-            openapi_url=f"{root}{app.openapi_url}", title=f"{app.title} — API",
+            openapi_url=f"{root}{app.openapi_url}",
+            title=f"{app.title} — API",
             swagger_js_url=f"{root}{SWAGGER_UI}/swagger-ui-bundle.js",
             swagger_css_url=f"{root}{SWAGGER_UI}/swagger-ui.css",
             swagger_favicon_url=f"{root}{SWAGGER_UI}/favicon-32x32.png",
-            swagger_ui_parameters={"validatorUrl": None})
+            swagger_ui_parameters={"validatorUrl": None},
+        )

@@ -30,8 +30,12 @@ def read_drives(house: Managers = unit_of_work(), services: WebServices = Depend
 
 
 @router.put("/drives/{name}", response_model=DrivesView, responses=errors(403, (404, "no such drive"), 422))
-def set_drive(change: DriveLevelIn, name: str = Path(json_schema_extra={"enum": list(inner_life.DRIVES)}),
-              house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def set_drive(
+    change: DriveLevelIn,
+    name: str = Path(json_schema_extra={"enum": list(inner_life.DRIVES)}),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     """Set a drive's level (0 … 1): recorded, in force from the next tick's prompt, fading back with
     `drives.adjustment_half_life_hours`."""
     return inner_life.set_drive(house, services.settings(), name, change, services.clock())
@@ -43,16 +47,27 @@ def list_questions(limit: int = Query(200, ge=1, le=1000), house: Managers = uni
     return inner_life.questions(house, limit)
 
 
-@router.post("/questions/{question_id}/resolve", response_model=QuestionView,
-             responses=errors(403, (404, "no such question"), (409, "resolved already"), 422))
-def resolve_question(answer: ResolutionIn, question_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work(),
-                     services: WebServices = Depends(get_services)):
+@router.post(
+    "/questions/{question_id}/resolve",
+    response_model=QuestionView,
+    responses=errors(403, (404, "no such question"), (409, "resolved already"), 422),
+)
+def resolve_question(
+    answer: ResolutionIn,
+    question_id: int = Path(ge=1, le=MAX_ID),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     """Mark an open question resolved, with its answer."""
     return inner_life.resolve_question(house, question_id, answer, services.clock())
 
 
-@router.delete("/questions/{question_id}", status_code=204, response_class=Response,
-               responses=errors(403, (404, "no such question"), 422))
+@router.delete(
+    "/questions/{question_id}",
+    status_code=204,
+    response_class=Response,
+    responses=errors(403, (404, "no such question"), 422),
+)
 def delete_question(question_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
     """Delete a question for good."""
     inner_life.delete_question(house, question_id)

@@ -9,8 +9,15 @@ from managers import Managers
 from web.api.responses import PERSONA, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
-from web.schemas.mesh import (CredentialOut, IssuedCredentialOut, MeshView, OutgoingCredentialIn, PeerIn, PeerOut,
-                              PeerTagsIn)
+from web.schemas.mesh import (
+    CredentialOut,
+    IssuedCredentialOut,
+    MeshView,
+    OutgoingCredentialIn,
+    PeerIn,
+    PeerOut,
+    PeerTagsIn,
+)
 from web.security import web_actor
 from web.services import mesh
 
@@ -23,8 +30,12 @@ def list_peers(house: Managers = unit_of_work()):
     return mesh.list_peers(house)
 
 
-@router.post("/peers", response_model=PeerOut, status_code=201,
-             responses=errors(403, (409, "a peer of that name or DID is already known"), 422))
+@router.post(
+    "/peers",
+    response_model=PeerOut,
+    status_code=201,
+    responses=errors(403, (409, "a peer of that name or DID is already known"), 422),
+)
 def add_peer(body: PeerIn, house: Managers = unit_of_work()):
     """Add a peer (the owner's act: no approval is asked)."""
     return mesh.add_peer(house, body)
@@ -42,48 +53,70 @@ def tag_peer(body: PeerTagsIn, name: str = NAME, house: Managers = unit_of_work(
     return mesh.tag_peer(house, name, body)
 
 
-@router.delete("/peers/{name}", status_code=204, response_class=Response,
-               responses=errors(403, (404, "no such peer"), 422))
+@router.delete(
+    "/peers/{name}", status_code=204, response_class=Response, responses=errors(403, (404, "no such peer"), 422)
+)
 def remove_peer(name: str = NAME, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     mesh.remove_peer(house, name, services.settings())
     return Response(status_code=204)
 
 
-@router.post("/peers/{name}/credentials", response_model=IssuedCredentialOut, status_code=201,
-             responses=errors(403, (404, "no such peer"), 422))
+@router.post(
+    "/peers/{name}/credentials",
+    response_model=IssuedCredentialOut,
+    status_code=201,
+    responses=errors(403, (404, "no such peer"), 422),
+)
 def issue_credential(name: str = NAME, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     """A new credential for the peer to call this persona's A2A endpoint with (it opens nothing else). Its token is in
     this answer and never again: only its hash is kept."""
     return mesh.issue_credential(house, name, web_actor(services.api_token))
 
 
-@router.delete("/peers/{name}/credentials", response_model=list[CredentialOut],
-               responses=errors(403, (404, "no such peer"), 422))
+@router.delete(
+    "/peers/{name}/credentials", response_model=list[CredentialOut], responses=errors(403, (404, "no such peer"), 422)
+)
 def revoke_credentials(name: str = NAME, house: Managers = unit_of_work()):
     """Revoke every credential of the peer: none opens anything from now on."""
     return mesh.revoke_credentials(house, name)
 
 
-@router.delete("/peers/{name}/credentials/{credential_id}", response_model=list[CredentialOut],
-               responses=errors(403, (404, "no such peer or credential"), 422))
+@router.delete(
+    "/peers/{name}/credentials/{credential_id}",
+    response_model=list[CredentialOut],
+    responses=errors(403, (404, "no such peer or credential"), 422),
+)
 def revoke_credential(name: str = NAME, credential_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
     return mesh.revoke_credentials(house, name, credential_id)
 
 
-@router.put("/peers/{name}/outgoing-credential", status_code=204, response_class=Response,
-            responses=errors(403, (404, "no such peer"), 422))
-def set_outgoing_credential(body: OutgoingCredentialIn, name: str = NAME, house: Managers = unit_of_work(),
-                            services: WebServices = Depends(get_services)):
+@router.put(
+    "/peers/{name}/outgoing-credential",
+    status_code=204,
+    response_class=Response,
+    responses=errors(403, (404, "no such peer"), 422),
+)
+def set_outgoing_credential(
+    body: OutgoingCredentialIn,
+    name: str = NAME,
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     """Keep the credential the peer issued to this persona: sent with its messages to that peer, kept as a secret
     (a 0600 file or sealed; never in the database, a page or an export)."""
     mesh.set_outgoing_credential(house, services.settings(), name, body.token)
     return Response(status_code=204)
 
 
-@router.delete("/peers/{name}/outgoing-credential", status_code=204, response_class=Response,
-               responses=errors(403, (404, "no such peer"), 422))
-def drop_outgoing_credential(name: str = NAME, house: Managers = unit_of_work(),
-                             services: WebServices = Depends(get_services)):
+@router.delete(
+    "/peers/{name}/outgoing-credential",
+    status_code=204,
+    response_class=Response,
+    responses=errors(403, (404, "no such peer"), 422),
+)
+def drop_outgoing_credential(
+    name: str = NAME, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+):
     mesh.set_outgoing_credential(house, services.settings(), name, None)
     return Response(status_code=204)
 

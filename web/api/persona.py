@@ -3,7 +3,6 @@ persona as one archive, import one, or import a character card as a new persona.
 
 from __future__ import annotations
 
-
 from fastapi import APIRouter, BackgroundTasks, Depends, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
@@ -31,12 +30,24 @@ router = APIRouter(prefix="/persona", tags=["persona"])
 READ_ONLY = (409, "the shipped default persona is read-only")
 REFUSED = (422, "the edit is refused (the message names file:line)")
 UNREADABLE = (422, "a persona file is not UTF-8 text")
-FileName = Path(description="One of the persona's files; another name is a 404.",
-                json_schema_extra={"enum": list(persona.FILES)})
+FileName = Path(
+    description="One of the persona's files; another name is a 404.", json_schema_extra={"enum": list(persona.FILES)}
+)
 SeedName = Path(pattern=f"^{persona.SEED_NAME}$", description="Letters, digits, - and _ (at most 64).")
-UPLOAD = {"requestBody": {"content": {"multipart/form-data": {"schema": {
-    "type": "object", "properties": {"file": {"type": "string", "format": "binary"}}, "required": ["file"],
-    "additionalProperties": False}}}}}  # the form's one file (a second is a 400)
+UPLOAD = {
+    "requestBody": {
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"file": {"type": "string", "format": "binary"}},
+                    "required": ["file"],
+                    "additionalProperties": False,
+                }
+            }
+        }
+    }
+}  # the form's one file (a second is a 400)
 
 
 @router.get("", response_model=PersonaOverview, responses=errors(404, UNREADABLE))
@@ -50,10 +61,15 @@ def read_file(name: str = FileName, services: WebServices = Depends(get_services
     return persona.read_file(services, name)
 
 
-@router.put("/files/{name}", response_model=PersonaFile,
-            responses=errors(403, (404, "not a persona file"), READ_ONLY, REFUSED))
-def write_file(body: PersonaFileIn, name: str = FileName, house: Managers = unit_of_work(),
-               services: WebServices = Depends(get_services)):
+@router.put(
+    "/files/{name}", response_model=PersonaFile, responses=errors(403, (404, "not a persona file"), READ_ONLY, REFUSED)
+)
+def write_file(
+    body: PersonaFileIn,
+    name: str = FileName,
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     """IDENTITY.md, SOUL.md, … (each at most 20,000 characters), seed.txt, ethics.yaml (checked first)."""
     return persona.write_file(services, house, name, body.text, services.clock())
 
@@ -81,16 +97,17 @@ def read_seed(name: str = SeedName, services: WebServices = Depends(get_services
 
 
 @router.put("/seeds/{name}", response_model=Seed, responses=errors(403, 404, READ_ONLY, REFUSED))
-def save_seed(body: SeedIn, name: str = SeedName, house: Managers = unit_of_work(),
-              services: WebServices = Depends(get_services)):
+def save_seed(
+    body: SeedIn, name: str = SeedName, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+):
     """Save a named seed (seeds/NAME.txt): the text given, or the current seed.txt."""
     return persona.save_seed(services, house, name, body.text, services.clock())
 
 
-@router.post("/seeds/{name}/apply", response_model=Seed,
-             responses=errors(403, (404, "no such seed"), READ_ONLY, REFUSED))
-def apply_seed(name: str = SeedName, house: Managers = unit_of_work(),
-               services: WebServices = Depends(get_services)):
+@router.post(
+    "/seeds/{name}/apply", response_model=Seed, responses=errors(403, (404, "no such seed"), READ_ONLY, REFUSED)
+)
+def apply_seed(name: str = SeedName, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     """Make the named seed the persona's seed.txt."""
     return persona.apply_seed(services, house, name, services.clock())
 
@@ -101,15 +118,21 @@ def list_skills(services: WebServices = Depends(get_services)):
 
 
 @router.put("/skills/{name}", response_model=Skill, responses=errors(403, 404, READ_ONLY, REFUSED))
-def write_skill(body: SkillIn, name: str = SeedName, house: Managers = unit_of_work(),
-                services: WebServices = Depends(get_services)):
+def write_skill(
+    body: SkillIn, name: str = SeedName, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+):
     """A skill's whole SKILL.md (a shipped skill edited becomes the persona's own), or a new skill."""
     return persona.write_skill(services, house, name, body.text, services.clock())
 
 
-@router.get("/export", response_class=FileResponse,
-            responses={200: {"content": {"application/gzip": {}}, "description": "persona/, data/, manifest.json"},
-                       **errors(404, (409, "the database is PostgreSQL (export it with pg_dump)"))})
+@router.get(
+    "/export",
+    response_class=FileResponse,
+    responses={
+        200: {"content": {"application/gzip": {}}, "description": "persona/, data/, manifest.json"},
+        **errors(404, (409, "the database is PostgreSQL (export it with pg_dump)")),
+    },
+)
 async def export_persona(background: BackgroundTasks, services: WebServices = Depends(get_services)):
     """The whole persona as one tar.gz: its directory, its database (a consistent snapshot), its vectors."""
     path, filename = await run_in_threadpool(persona.export_archive, services, services.clock())
@@ -117,21 +140,37 @@ async def export_persona(background: BackgroundTasks, services: WebServices = De
     return FileResponse(path, media_type="application/gzip", filename=filename, background=background)
 
 
-@router.post("/import", response_model=Created, status_code=201, openapi_extra=UPLOAD,
-             responses=errors(*UPLOAD_ERRORS, (413, "over 200 MB"), (415, "not tar.gz/zip"),
-                              (422, "an unsafe or unusable archive"), persona=False))
+@router.post(
+    "/import",
+    response_model=Created,
+    status_code=201,
+    openapi_extra=UPLOAD,
+    responses=errors(
+        *UPLOAD_ERRORS,
+        (413, "over 200 MB"),
+        (415, "not tar.gz/zip"),
+        (422, "an unsafe or unusable archive"),
+        persona=False,
+    ),
+)
 async def import_persona(request: Request):
     """An exported persona (tar.gz or zip, at most 200 MB) as a new persona directory and data dir."""
-    upload = await receive_upload(request, limit=persona.ARCHIVE_LIMIT, types=persona.ARCHIVE_TYPES,
-                                  suffixes=persona.ARCHIVE_SUFFIXES)
+    upload = await receive_upload(
+        request, limit=persona.ARCHIVE_LIMIT, types=persona.ARCHIVE_TYPES, suffixes=persona.ARCHIVE_SUFFIXES
+    )
     return await run_in_threadpool(persona.import_archive, upload, persona.personas_root())
 
 
-@router.post("/cards", response_model=Created, status_code=201, openapi_extra=UPLOAD,
-             responses=errors(*UPLOAD_ERRORS, 404, (413, "over 10 MB"), (415, "not PNG/JSON"),
-                              (422, "not a character card")))
+@router.post(
+    "/cards",
+    response_model=Created,
+    status_code=201,
+    openapi_extra=UPLOAD,
+    responses=errors(*UPLOAD_ERRORS, 404, (413, "over 10 MB"), (415, "not PNG/JSON"), (422, "not a character card")),
+)
 async def import_card(request: Request, services: WebServices = Depends(get_services)):
     """A Tavern/SillyTavern character card (chara_card_v2/v3: JSON, or a PNG carrying it) as a new persona."""
-    upload = await receive_upload(request, limit=persona.CARD_LIMIT, types=persona.CARD_TYPES,
-                                  suffixes=(".png", ".json"))
+    upload = await receive_upload(
+        request, limit=persona.CARD_LIMIT, types=persona.CARD_TYPES, suffixes=(".png", ".json")
+    )
     return await run_in_threadpool(persona.import_card, services, upload, persona.personas_root())

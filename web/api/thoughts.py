@@ -15,8 +15,12 @@ router = APIRouter(tags=["thoughts"], responses=PERSONA)
 
 
 @router.get("/ticks", response_model=TickPage, responses=errors(422))
-def list_ticks(limit: int = Query(20, ge=1, le=200), before: int | None = Query(None, ge=1, le=MAX_ID),
-               thread: str | None = Query(None, max_length=128), house: Managers = unit_of_work()):
+def list_ticks(
+    limit: int = Query(20, ge=1, le=200),
+    before: int | None = Query(None, ge=1, le=MAX_ID),
+    thread: str | None = Query(None, max_length=128),
+    house: Managers = unit_of_work(),
+):
     """Tick cards, newest first; `before` (a card's `id`, or the page's `next_before`) pages back in time."""
     return thoughts.tick_page(house, limit=limit, before=before, thread_id=thread)
 

@@ -3,11 +3,37 @@ their HTML fragments over Server-Sent Events."""
 
 from fastapi import APIRouter
 
-from web.pages import (approvals, controls, inner_life, language, live, memory, mesh, people, persona, personas,
-                       sessions, talk, thoughts)
+from web.pages import (
+    approvals,
+    controls,
+    inner_life,
+    language,
+    live,
+    memory,
+    mesh,
+    people,
+    persona,
+    personas,
+    sessions,
+    talk,
+    thoughts,
+)
 
-PAGES = (talk, thoughts, inner_life, memory, approvals, people, sessions, persona, controls, live, personas, mesh,
-         language)
+PAGES = (
+    talk,
+    thoughts,
+    inner_life,
+    memory,
+    approvals,
+    people,
+    sessions,
+    persona,
+    controls,
+    live,
+    personas,
+    mesh,
+    language,
+)
 
 
 def page_router() -> APIRouter:

@@ -28,25 +28,49 @@ def approvals_overview(request: Request, house: Managers = unit_of_work()):
 
 
 @router.post("/approvals/{approval_id}/approve")
-def approve(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: str = Form("", max_length=2000),
-            services: WebServices = Depends(get_services)):
-    item = approvals.decide(services.managers, approval_id, approve=True, reason=reason, now=services.clock(),
-                            by=web_actor(services.api_token))
+def approve(
+    request: Request,
+    approval_id: int = Path(ge=1, le=MAX_ID),
+    reason: str = Form("", max_length=2000),
+    services: WebServices = Depends(get_services),
+):
+    item = approvals.decide(
+        services.managers,
+        approval_id,
+        approve=True,
+        reason=reason,
+        now=services.clock(),
+        by=web_actor(services.api_token),
+    )
     return render(request, "fragments/approval_item.html", item=item)
 
 
 @router.post("/tainted/{taint_id}/trust")
-def trust(request: Request, taint_id: int = Path(ge=1, le=MAX_ID), reason: str = Form("", max_length=2000),
-          services: WebServices = Depends(get_services)):
+def trust(
+    request: Request,
+    taint_id: int = Path(ge=1, le=MAX_ID),
+    reason: str = Form("", max_length=2000),
+    services: WebServices = Depends(get_services),
+):
     row = approvals.trust(services.managers, taint_id, reason=reason, now=services.clock())
     return render(request, "fragments/tainted_item.html", row=row)
 
 
 @router.post("/approvals/{approval_id}/deny")
-def deny(request: Request, approval_id: int = Path(ge=1, le=MAX_ID), reason: str = Form(..., max_length=2000),
-         services: WebServices = Depends(get_services)):
+def deny(
+    request: Request,
+    approval_id: int = Path(ge=1, le=MAX_ID),
+    reason: str = Form(..., max_length=2000),
+    services: WebServices = Depends(get_services),
+):
     if not reason.strip():
         raise ServiceError(NO_REASON, field="reason", status=422)
-    item = approvals.decide(services.managers, approval_id, approve=False, reason=reason, now=services.clock(),
-                            by=web_actor(services.api_token))
+    item = approvals.decide(
+        services.managers,
+        approval_id,
+        approve=False,
+        reason=reason,
+        now=services.clock(),
+        by=web_actor(services.api_token),
+    )
     return render(request, "fragments/approval_item.html", item=item)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
-
 from pydantic import ValidationError
 
 from managers import Managers
@@ -26,8 +25,16 @@ def _channels(house: Managers, services: WebServices) -> list:
 def controls_page(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
     status = controls.loop_status(house)
     dreaming = services.settings().dreaming
-    return render(request, "pages/controls.html", "controls", status=status, llms=status.llms, dreaming=dreaming,
-                  channels=_channels(house, services), spend=controls.spend(house, services.clock()))
+    return render(
+        request,
+        "pages/controls.html",
+        "controls",
+        status=status,
+        llms=status.llms,
+        dreaming=dreaming,
+        channels=_channels(house, services),
+        spend=controls.spend(house, services.clock()),
+    )
 
 
 @router.get("/controls/spend")
@@ -46,8 +53,13 @@ def wake_up(request: Request, house: Managers = unit_of_work(), services: WebSer
 
 
 @router.post("/controls/loop")
-def control_loop(request: Request, background: BackgroundTasks, want: Literal["running", "paused", "stopped"] = Form(...),
-                 house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def control_loop(
+    request: Request,
+    background: BackgroundTasks,
+    want: Literal["running", "paused", "stopped"] = Form(...),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     status = controls.set_control(house, want, services.clock())
     if want == "running" and services.wake is not None:
         background.add_task(services.wake)  # a deployed persona: started again at once
@@ -61,13 +73,20 @@ def local_servers(request: Request, house: Managers = unit_of_work()):
 
 
 @router.post("/controls/llms")
-def add_llm(request: Request, base_url: str = Form(..., max_length=500), model: str = Form(..., max_length=200),
-            name: str = Form("", max_length=100), api_key: str = Form("", max_length=500),
-            house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def add_llm(
+    request: Request,
+    base_url: str = Form(..., max_length=500),
+    model: str = Form(..., max_length=200),
+    name: str = Form("", max_length=100),
+    api_key: str = Form("", max_length=500),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     """Controls → "Add a model": checked, then saved; the table of models comes back with it."""
     try:
-        body = LLMAddIn(base_url=base_url.strip(), model=model.strip(), name=name.strip() or None,
-                        api_key=api_key.strip() or None)
+        body = LLMAddIn(
+            base_url=base_url.strip(), model=model.strip(), name=name.strip() or None, api_key=api_key.strip() or None
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ServiceError(str(first.get("msg")), field=".".join(map(str, first.get("loc", ()))), status=422) from None
@@ -87,9 +106,17 @@ def select_llm(request: Request, llm_id: str = Form("", max_length=200), house: 
 
 
 @router.post("/controls/llms/{llm_id}")
-def update_llm(request: Request, llm_id: str, priority: int = Form(..., ge=-1000, le=1000),
-               enabled: bool = Form(False), is_validator: bool = Form(False), house: Managers = unit_of_work()):
-    llms = controls.update_llm(house, llm_id, LLMUpdateIn(priority=priority, enabled=enabled, is_validator=is_validator))
+def update_llm(
+    request: Request,
+    llm_id: str,
+    priority: int = Form(..., ge=-1000, le=1000),
+    enabled: bool = Form(False),
+    is_validator: bool = Form(False),
+    house: Managers = unit_of_work(),
+):
+    llms = controls.update_llm(
+        house, llm_id, LLMUpdateIn(priority=priority, enabled=enabled, is_validator=is_validator)
+    )
     return render(request, "fragments/llm_models.html", llms=llms)
 
 

@@ -18,28 +18,45 @@ DRIVES_CHANGED = {"HX-Trigger": "drives-changed"}  # a question resolved or dele
 
 @router.get("/inner-life")
 def inner_life_page(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
-    return render(request, "pages/inner_life.html", "inner_life",
-                  view=inner_life.drives_view(house, services.settings(), services.clock()),
-                  listing=inner_life.questions(house), charts=inner_life.charts(house),
-                  layers=inner_life.prompt_layers(house), metrics=inner_life.goal_metrics(house))
+    return render(
+        request,
+        "pages/inner_life.html",
+        "inner_life",
+        view=inner_life.drives_view(house, services.settings(), services.clock()),
+        listing=inner_life.questions(house),
+        charts=inner_life.charts(house),
+        layers=inner_life.prompt_layers(house),
+        metrics=inner_life.goal_metrics(house),
+    )
 
 
 @router.get("/inner-life/drives")
 def drive_panel(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
-    return render(request, "fragments/drive_panel.html",
-                  view=inner_life.drives_view(house, services.settings(), services.clock()))
+    return render(
+        request, "fragments/drive_panel.html", view=inner_life.drives_view(house, services.settings(), services.clock())
+    )
 
 
 @router.put("/inner-life/drives/{name}")
-def set_drive(request: Request, name: str, level: float = Form(..., ge=0, le=1), house: Managers = unit_of_work(),
-              services: WebServices = Depends(get_services)):
+def set_drive(
+    request: Request,
+    name: str,
+    level: float = Form(..., ge=0, le=1),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     view = inner_life.set_drive(house, services.settings(), name, DriveLevelIn(level=level), services.clock())
     return render(request, "fragments/drive_panel.html", view=view)
 
 
 @router.post("/inner-life/questions/{question_id}/resolve")
-def resolve_question(request: Request, question_id: int = Path(ge=1, le=MAX_ID), resolution: str = Form(..., min_length=1, max_length=1000),
-                     house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def resolve_question(
+    request: Request,
+    question_id: int = Path(ge=1, le=MAX_ID),
+    resolution: str = Form(..., min_length=1, max_length=1000),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     inner_life.resolve_question(house, question_id, ResolutionIn(resolution=resolution), services.clock())
     response = render(request, "fragments/question_table.html", listing=inner_life.questions(house))
     response.headers.update(DRIVES_CHANGED)

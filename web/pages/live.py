@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from markupsafe import escape
 from sse_starlette import EventSourceResponse
 
-from i18n import SOURCE, N_
+from i18n import N_, SOURCE
 from managers.audience import OWNER
 from web.context import WebServices, get_services
 from web.errors import ServiceError
@@ -20,14 +20,20 @@ from web.templating import BADGES, gettext_for, language_of
 router = APIRouter()
 
 
-def _talk_fragment(request: Request, services: WebServices, event: dict, lang: str = SOURCE,
-                   person: str | None = None) -> str | None:
+def _talk_fragment(
+    request: Request, services: WebServices, event: dict, lang: str = SOURCE, person: str | None = None
+) -> str | None:
     note_id = (event.get("data") or {}).get("note_id")
     if not note_id:
         return None
     with services.managers.unit(OWNER) as house:
-        items = [i for i in talk.conversation(house, "", limit=5, after_id=int(note_id) - 1, person=person,
-                                              speech=talk.speech_mode(services)).items if i.id == note_id]
+        items = [
+            i
+            for i in talk.conversation(
+                house, "", limit=5, after_id=int(note_id) - 1, person=person, speech=talk.speech_mode(services)
+            ).items
+            if i.id == note_id
+        ]
     if not items:
         return None
     return _render_item(request, items[0], lang)
@@ -35,16 +41,22 @@ def _talk_fragment(request: Request, services: WebServices, event: dict, lang: s
 
 def _render_item(request: Request, item: Any, lang: str) -> str:
     return request.app.state.templates.get_template("fragments/conversation_item.html").render(
-        item=item, base=request.scope.get("root_path", ""), lang=lang)
+        item=item, base=request.scope.get("root_path", ""), lang=lang
+    )
 
 
 TALK_POLL_S = 0.5  # the open thread is read for new turns this often (one indexed query): any door's, live
 
 
-STEP_LABELS = {"update_process_log": N_("opens a tick"), "update_drives": N_("feels its drives"),
-               "prepare_context": N_("gathers its memories"), "call_llm": N_("thinks"),
-               "extract_commands": N_("reads its own commands"), "execute_commands": N_("acts"),
-               "reply_to_human": N_("writes to you")}
+STEP_LABELS = {
+    "update_process_log": N_("opens a tick"),
+    "update_drives": N_("feels its drives"),
+    "prepare_context": N_("gathers its memories"),
+    "call_llm": N_("thinks"),
+    "extract_commands": N_("reads its own commands"),
+    "execute_commands": N_("acts"),
+    "reply_to_human": N_("writes to you"),
+}
 
 
 def talk_status(event: dict, lang: str | None = None) -> str | None:
@@ -57,8 +69,9 @@ def talk_status(event: dict, lang: str | None = None) -> str | None:
 
 
 @router.get("/live/talk")
-async def live_talk(request: Request, person: str | None = Query(None, max_length=210),
-                    services: WebServices = Depends(get_services)):
+async def live_talk(
+    request: Request, person: str | None = Query(None, max_length=210), services: WebServices = Depends(get_services)
+):
     """The open thread's new turns — by any door: the page, a channel, a peer — as they are stored, and which step
     the persona is in. Without `person`: the owner's own thread."""
     managers = services.managers
@@ -73,8 +86,9 @@ async def live_talk(request: Request, person: str | None = Query(None, max_lengt
 
     def turns_after(thread: str, after: int) -> list[Any]:
         with managers.unit(OWNER) as house:
-            return talk.conversation(house, "", limit=50, after_id=after, person=thread,
-                                     speech=talk.speech_mode(services)).items
+            return talk.conversation(
+                house, "", limit=50, after_id=after, person=thread, speech=talk.speech_mode(services)
+            ).items
 
     async def fragments():
         nonlocal cursor
@@ -100,8 +114,11 @@ BADGES_POLL_S = 2.0  # what waits for the owner, read again this often for the n
 
 
 @router.get("/live/badges")
-async def live_badges(request: Request, talk_thread: str | None = Query(None, alias="talk", max_length=210),
-                      services: WebServices = Depends(get_services)):
+async def live_badges(
+    request: Request,
+    talk_thread: str | None = Query(None, alias="talk", max_length=210),
+    services: WebServices = Depends(get_services),
+):
     """The navigation's badges (what waits for the owner: unread notes, approvals, contact requests and refused
     messages) whenever they change, as out-of-band fragments; on the Talk page (`talk`: its open thread) the
     conversations' list too."""
@@ -121,16 +138,26 @@ async def live_badges(request: Request, talk_thread: str | None = Query(None, al
         shown: tuple[Any, ...] | None = None
         while not await request.is_disconnected():
             waiting, threads = await asyncio.to_thread(read)
-            now = (tuple(sorted(waiting.items())), tuple((t.person, t.unread, t.turns) for t in threads)
-                   if talk_thread is not None else ())
+            now = (
+                tuple(sorted(waiting.items())),
+                tuple((t.person, t.unread, t.turns) for t in threads) if talk_thread is not None else (),
+            )
             if now != shown:
                 shown = now
-                html = "".join(templates.get_template("fragments/nav_badge.html").render(
-                    key=key, waiting=waiting, oob=True, lang=lang) for key in BADGES)
+                html = "".join(
+                    templates.get_template("fragments/nav_badge.html").render(
+                        key=key, waiting=waiting, oob=True, lang=lang
+                    )
+                    for key in BADGES
+                )
                 if talk_thread is not None:
-                    html += ('<ul id="threads" hx-swap-oob="true">' + templates.get_template(
-                        "fragments/talk_threads.html").render(threads=threads, person=talk_thread, base=base,
-                                                              lang=lang) + "</ul>")
+                    html += (
+                        '<ul id="threads" hx-swap-oob="true">'
+                        + templates.get_template("fragments/talk_threads.html").render(
+                            threads=threads, person=talk_thread, base=base, lang=lang
+                        )
+                        + "</ul>"
+                    )
                 yield {"event": "badges", "data": html.replace("\n", " ")}
             await asyncio.sleep(BADGES_POLL_S)
 
@@ -162,9 +189,13 @@ async def live_thoughts(request: Request, services: WebServices = Depends(get_se
 
     async def fragments():
         sent: set[int] = set()  # a Stelis child's tick is journaled under its root: one card per tick all the same
-        async for event in events.follow(services.managers, cursor, kinds=THOUGHT_KINDS,
-                                         is_disconnected=request.is_disconnected,
-                                         listener=services.listener):
+        async for event in events.follow(
+            services.managers,
+            cursor,
+            kinds=THOUGHT_KINDS,
+            is_disconnected=request.is_disconnected,
+            listener=services.listener,
+        ):
             if event["kind"] == "keepalive":
                 continue
             fragment = _thought_fragment(request, services, event, lang)
@@ -186,9 +217,13 @@ async def live_approvals(request: Request, services: WebServices = Depends(get_s
     cursor = events.newest_id(services.managers)
 
     async def signals():
-        async for event in events.follow(services.managers, cursor, kinds=APPROVAL_KINDS,
-                                         is_disconnected=request.is_disconnected,
-                                         listener=services.listener):
+        async for event in events.follow(
+            services.managers,
+            cursor,
+            kinds=APPROVAL_KINDS,
+            is_disconnected=request.is_disconnected,
+            listener=services.listener,
+        ):
             if event["kind"] != "keepalive":
                 yield {"event": "approval", "id": str(event["id"]), "data": event["kind"]}
 
@@ -204,8 +239,13 @@ async def live_mesh(request: Request, services: WebServices = Depends(get_servic
     template = request.app.state.templates.get_template("fragments/mesh_event.html")
 
     async def fragments():
-        async for event in events.follow(services.managers, cursor, kinds=["mesh", "keepalive"],
-                                         is_disconnected=request.is_disconnected, listener=services.listener):
+        async for event in events.follow(
+            services.managers,
+            cursor,
+            kinds=["mesh", "keepalive"],
+            is_disconnected=request.is_disconnected,
+            listener=services.listener,
+        ):
             if event["kind"] == "mesh":
                 html = template.render(event=event, lang=lang, base=request.scope.get("root_path", ""))
                 yield {"event": "mesh", "id": str(event["id"]), "data": html.replace("\n", " ")}

@@ -18,32 +18,60 @@ router = APIRouter(prefix="/memory")
 
 
 @router.get("")
-def memory_page(request: Request, tier: str = Query("core"), q: str | None = Query(None, max_length=2000),
-                archived: bool = Query(False), house: Managers = unit_of_work(),
-                services: WebServices = Depends(get_services)):
+def memory_page(
+    request: Request,
+    tier: str = Query("core"),
+    q: str | None = Query(None, max_length=2000),
+    archived: bool = Query(False),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     view = memory.page(house, services, tier, q=q, archived=archived)
     return render(request, "pages/memory.html", "memory", view=view)
 
 
 @router.get("/tier/{tier}")
-def tier_panel(request: Request, tier: str, q: str | None = Query(None, max_length=2000), archived: bool = Query(False),
-               house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def tier_panel(
+    request: Request,
+    tier: str,
+    q: str | None = Query(None, max_length=2000),
+    archived: bool = Query(False),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     view = memory.page(house, services, tier, q=q, archived=archived)
     return render(request, "fragments/memory_tier.html", view=view)
 
 
 @router.get("/search")
-def search(request: Request, q: str = Query("", max_length=2000), happened_after: str = Query("", max_length=10),
-           happened_before: str = Query("", max_length=10), services: WebServices = Depends(get_services)):
+def search(
+    request: Request,
+    q: str = Query("", max_length=2000),
+    happened_after: str = Query("", max_length=10),
+    happened_before: str = Query("", max_length=10),
+    services: WebServices = Depends(get_services),
+):
     """The search box's results; the two dates (empty when not given) bound the memories' event time."""
-    return render(request, "fragments/memory_search.html", results=memory.search(
-        services, q, k=20, happened_after=memory.day_of(happened_after, "happened_after"),
-        happened_before=memory.day_of(happened_before, "happened_before")))
+    return render(
+        request,
+        "fragments/memory_search.html",
+        results=memory.search(
+            services,
+            q,
+            k=20,
+            happened_after=memory.day_of(happened_after, "happened_after"),
+            happened_before=memory.day_of(happened_before, "happened_before"),
+        ),
+    )
 
 
 @router.get("/history")
-def history(request: Request, tier: str | None = Query(None), ref: str | None = Query(None, max_length=128),
-            house: Managers = unit_of_work()):
+def history(
+    request: Request,
+    tier: str | None = Query(None),
+    ref: str | None = Query(None, max_length=128),
+    house: Managers = unit_of_work(),
+):
     return render(request, "fragments/memory_history.html", history=memory.history(house, tier=tier, ref=ref, limit=50))
 
 
@@ -64,8 +92,9 @@ def row(request: Request, tier: str, ref: str, house: Managers = unit_of_work())
 
 @router.get("/{tier}/{ref}/edit")
 def edit_form(request: Request, tier: str, ref: str, house: Managers = unit_of_work()):
-    return render(request, "fragments/memory_edit.html", tier=memory.tier_of(tier),
-                  record=memory.get_record(house, tier, ref))
+    return render(
+        request, "fragments/memory_edit.html", tier=memory.tier_of(tier), record=memory.get_record(house, tier, ref)
+    )
 
 
 @router.post("/{tier}/{ref}/edit")

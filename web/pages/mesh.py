@@ -18,13 +18,19 @@ router = APIRouter()
 
 @router.get("/mesh")
 def mesh_page(request: Request, house: Managers = unit_of_work()):
-    return render(request, "pages/mesh.html", "mesh", mesh=mesh.view(house), error=None,
-                  mesh_events=mesh.recent_events(house))
+    return render(
+        request, "pages/mesh.html", "mesh", mesh=mesh.view(house), error=None, mesh_events=mesh.recent_events(house)
+    )
 
 
 @router.post("/mesh/peers")
-def add_peer(request: Request, name: str = Form(..., max_length=120), a2a_url: str = Form("", max_length=500),
-             note: str = Form("", max_length=2000), house: Managers = unit_of_work()):
+def add_peer(
+    request: Request,
+    name: str = Form(..., max_length=120),
+    a2a_url: str = Form("", max_length=500),
+    note: str = Form("", max_length=2000),
+    house: Managers = unit_of_work(),
+):
     error = None
     try:
         mesh.add_peer(house, PeerIn(name=name, a2a_url=a2a_url or None, note=note))
@@ -36,8 +42,12 @@ def add_peer(request: Request, name: str = Form(..., max_length=120), a2a_url: s
 
 
 @router.post("/mesh/discovered/add")
-def add_discovered(request: Request, did: str = Form(..., max_length=200), name: str = Form(..., max_length=120),
-                   house: Managers = unit_of_work()):
+def add_discovered(
+    request: Request,
+    did: str = Form(..., max_length=200),
+    name: str = Form(..., max_length=120),
+    house: Managers = unit_of_work(),
+):
     """One click on a peer seen on the mesh: the owner adds it by its DID."""
     error = None
     try:
@@ -50,19 +60,26 @@ def add_discovered(request: Request, did: str = Form(..., max_length=200), name:
 
 
 @router.post("/mesh/peers/{name}/remove")
-def remove_peer(request: Request, name: str, house: Managers = unit_of_work(),
-                services: WebServices = Depends(get_services)):
+def remove_peer(
+    request: Request, name: str, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+):
     mesh.remove_peer(house, name, services.settings())
     return render(request, "fragments/mesh_peers.html", mesh=mesh.view(house), error=None)
 
 
 @router.post("/mesh/peers/{name}/credentials")
-def issue_credential(request: Request, name: str, house: Managers = unit_of_work(),
-                     services: WebServices = Depends(get_services)):
+def issue_credential(
+    request: Request, name: str, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+):
     """A credential for the peer, its token shown this once in the answer (never again, nowhere else)."""
     issued = mesh.issue_credential(house, name, web_actor(services.api_token))
-    return render(request, "fragments/mesh_peers.html", mesh=mesh.view(house), error=None,
-                  issued={"name": name, "token": issued.token})
+    return render(
+        request,
+        "fragments/mesh_peers.html",
+        mesh=mesh.view(house),
+        error=None,
+        issued={"name": name, "token": issued.token},
+    )
 
 
 @router.post("/mesh/peers/{name}/credentials/revoke")

@@ -31,13 +31,25 @@ def people_page(request: Request, services: WebServices = Depends(get_services))
 
 
 @router.post("/people")
-def add_person(request: Request, name: str = Form(..., max_length=120), role: str = Form("guest", max_length=16),
-               channel: str = Form("", max_length=64), address: str = Form("", max_length=300),
-               language: str = Form("", max_length=16), quiet_hours: str = Form("", max_length=16),
-               services: WebServices = Depends(get_services)):
+def add_person(
+    request: Request,
+    name: str = Form(..., max_length=120),
+    role: str = Form("guest", max_length=16),
+    channel: str = Form("", max_length=64),
+    address: str = Form("", max_length=300),
+    language: str = Form("", max_length=16),
+    quiet_hours: str = Form("", max_length=16),
+    services: WebServices = Depends(get_services),
+):
     try:
-        body = PersonIn(name=name, role=role, channel=channel or None, address=address or None,
-                        language=language or None, quiet_hours=quiet_hours or None)
+        body = PersonIn(
+            name=name,
+            role=role,
+            channel=channel or None,
+            address=address or None,
+            language=language or None,
+            quiet_hours=quiet_hours or None,
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ServiceError(str(first.get("msg")), field=str(first.get("loc", ["?"])[0]), status=422) from None
@@ -64,7 +76,8 @@ def vouch(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: W
 
 
 @router.post("/people/{person_id}/delete")
-def delete_person(request: Request, person_id: int = Path(ge=1, le=MAX_ID),
-                  services: WebServices = Depends(get_services)):
+def delete_person(
+    request: Request, person_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)
+):
     people.delete(services.managers, person_id, settings=services.settings(), memory=services.memory)
     return _overview(request, services)

@@ -26,7 +26,8 @@ async def personas_table(request: Request):
 
 @router.post("/personas/{name}/{verb}")
 async def change_persona(request: Request, verb: str = Path(..., pattern="^(pause|resume)$"), name: str = Name):
-    await run_in_threadpool(personas.set_state, request.app.state.services, name,
-                            "active" if verb == "resume" else "paused")
+    await run_in_threadpool(
+        personas.set_state, request.app.state.services, name, "active" if verb == "resume" else "paused"
+    )
     listing = await run_in_threadpool(personas.personas, request.app.state.services)
     return render(request, "fragments/persona_table.html", listing=listing)

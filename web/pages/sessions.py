@@ -27,14 +27,21 @@ def session_detail(request: Request, session_id: int = Path(ge=1, le=MAX_ID), ho
 
 
 @router.post("/sessions/{session_id}/revive")
-def revive(request: Request, session_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work(),
-           services: WebServices = Depends(get_services)):
-    return render(request, "fragments/session_revived.html", revived=sessions.revive(house, session_id, services.clock()))
+def revive(
+    request: Request,
+    session_id: int = Path(ge=1, le=MAX_ID),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
+    return render(
+        request, "fragments/session_revived.html", revived=sessions.revive(house, session_id, services.clock())
+    )
 
 
 @router.post("/sessions/revive")
 async def revive_upload(request: Request, services: WebServices = Depends(get_services)):
-    upload = await receive_upload(request, limit=sessions.EXPORT_LIMIT, types=sessions.EXPORT_TYPES,
-                                  suffixes=(".json",))
+    upload = await receive_upload(
+        request, limit=sessions.EXPORT_LIMIT, types=sessions.EXPORT_TYPES, suffixes=(".json",)
+    )
     revived = await run_in_threadpool(sessions.revive_upload, services.managers, upload.read(), services.clock())
     return render(request, "fragments/session_revived.html", revived=revived)

@@ -16,22 +16,43 @@ router = APIRouter()
 
 
 @router.get("/")
-def talk_page(request: Request, person: str | None = Query(None, max_length=210, description=(
-                  "The thread to open: a person's id, or `peer:<name>` (default: the owner's own).")),
-              house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def talk_page(
+    request: Request,
+    person: str | None = Query(
+        None,
+        max_length=210,
+        description=("The thread to open: a person's id, or `peer:<name>` (default: the owner's own)."),
+    ),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     owner = talk.owner_thread(house)
     listed = talk.threads(house)
     chosen = person or owner
-    conversation = talk.conversation(house, services.persona().display_name, limit=100, person=chosen,
-                                     speech=talk.speech_mode(services))
+    conversation = talk.conversation(
+        house, services.persona().display_name, limit=100, person=chosen, speech=talk.speech_mode(services)
+    )
     current = next((t for t in listed.threads if t.person == chosen), None)
-    return render(request, "pages/talk.html", "talk", conversation=conversation, threads=listed.threads,
-                  person=chosen, own=chosen == owner, current=current or talk.thread_named(house, chosen))
+    return render(
+        request,
+        "pages/talk.html",
+        "talk",
+        conversation=conversation,
+        threads=listed.threads,
+        person=chosen,
+        own=chosen == owner,
+        current=current or talk.thread_named(house, chosen),
+    )
 
 
 @router.post("/talk/notes")
-def send_note(request: Request, background: BackgroundTasks, text: str = Form(..., max_length=8000),
-              house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def send_note(
+    request: Request,
+    background: BackgroundTasks,
+    text: str = Form(..., max_length=8000),
+    house: Managers = unit_of_work(),
+    services: WebServices = Depends(get_services),
+):
     item = talk.post_note(house, NoteIn(text=text), services.clock(), door=Door.WEB)
     if services.wake is not None:
         background.add_task(services.wake)  # after the note is committed

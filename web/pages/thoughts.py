@@ -16,8 +16,13 @@ router = APIRouter()
 
 @router.get("/thoughts")
 def thoughts_page(request: Request, house: Managers = unit_of_work()):
-    return render(request, "pages/thoughts.html", "thoughts", feed=thoughts.tick_page(house, limit=20),
-                  tree=thoughts.thread_tree(house))
+    return render(
+        request,
+        "pages/thoughts.html",
+        "thoughts",
+        feed=thoughts.tick_page(house, limit=20),
+        tree=thoughts.thread_tree(house),
+    )
 
 
 @router.get("/thoughts/ticks")

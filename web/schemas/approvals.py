@@ -13,9 +13,13 @@ class UntrustedSource(BaseModel):
     origin: str = Field(description="kb, feed, search, tool, mcp_client, script, model, peer or channel.")
     ref: str = Field(description="Which one: a document and chunk, a feed, a query, a tool, a note.")
     excerpt: str = ""
-    via: str = Field("", description=(
-        "The row written from that text through which it reached the prompt (\"goal 5\", \"my thought 812\"), "
-        "when it did not reach it directly."))
+    via: str = Field(
+        "",
+        description=(
+            'The row written from that text through which it reached the prompt ("goal 5", "my thought 812"), '
+            "when it did not reach it directly."
+        ),
+    )
 
 
 class Approval(BaseModel):
@@ -34,9 +38,13 @@ class Approval(BaseModel):
     decision_reason: str | None = None
     executed_at: str | None = None
     result: str | None = Field(None, description="What running it gave (executed / failed).")
-    untrusted_sources: list[UntrustedSource] = Field(default_factory=list, description=(
-        "The untrusted text the asking tick had read (knowledge base, feeds, search, tools, MCP clients, scripts, "
-        "other models), when that is why it waits: it writes a tier shown in every prompt."))
+    untrusted_sources: list[UntrustedSource] = Field(
+        default_factory=list,
+        description=(
+            "The untrusted text the asking tick had read (knowledge base, feeds, search, tools, MCP clients, scripts, "
+            "other models), when that is why it waits: it writes a tier shown in every prompt."
+        ),
+    )
 
 
 class TaintedRow(BaseModel):
@@ -47,17 +55,21 @@ class TaintedRow(BaseModel):
     thread_id: str | None = None
     tick: int | None = Field(None, description="The tick that wrote it.")
     at: str | None = None
-    untrusted_sources: list[UntrustedSource] = Field(default_factory=list, description=(
-        "Where its words came from: the untrusted text the writing tick had read."))
+    untrusted_sources: list[UntrustedSource] = Field(
+        default_factory=list, description=("Where its words came from: the untrusted text the writing tick had read.")
+    )
     trusted_at: str | None = None
     trusted_by: str | None = None
 
 
 class TaintedList(BaseModel):
-    items: list[TaintedRow] = Field(description=(
-        "Rows written from untrusted text, newest first: fenced with their origin in every prompt that shows them, "
-        "and a tick that shows one waits for the owner before it writes a tier in every prompt or speaks to a third "
-        "person."))
+    items: list[TaintedRow] = Field(
+        description=(
+            "Rows written from untrusted text, newest first: fenced with their origin in every prompt that shows them, "
+            "and a tick that shows one waits for the owner before it writes a tier in every prompt or speaks to a third "  # noqa: E501
+            "person."
+        )
+    )
     count: int = Field(description="How many rows are tainted now.")
 
 
@@ -102,8 +114,9 @@ class ApproveIn(BaseModel):
 
 class DenyIn(BaseModel):
     model_config = REQUEST_BODY
-    reason: str = Field(min_length=1, max_length=2000, pattern=VISIBLE,
-                        description="Why — the persona reads it in its next prompt.")
+    reason: str = Field(
+        min_length=1, max_length=2000, pattern=VISIBLE, description="Why — the persona reads it in its next prompt."
+    )
 
     @field_validator("reason")
     @classmethod

@@ -16,7 +16,9 @@ class LLMHealth(BaseModel):
     id: str
     provider: str
     model: str
-    priority: int = Field(description="As chosen at run time (llm_registry.update, run.py llm, this page), else configured.")
+    priority: int = Field(
+        description="As chosen at run time (llm_registry.update, run.py llm, this page), else configured."
+    )
     enabled: bool
     is_validator: bool = False
     selected: bool = Field(False, description="Chosen as the primary model at run time.")
@@ -34,8 +36,10 @@ class LLMHealth(BaseModel):
 class LoopStatus(BaseModel):
     want: str
     requested_by: str | None = None
-    state: str = Field(description="What the loop last reported: running, quiet (nothing new to think about: no model "
-                       "call until something arrives), paused, dreaming, stopped (or unknown).")
+    state: str = Field(
+        description="What the loop last reported: running, quiet (nothing new to think about: no model "
+        "call until something arrives), paused, dreaming, stopped (or unknown)."
+    )
     thread: str | None = None
     pid: int | None = None
     alive: bool | None = Field(None, description="The loop's process is running (None: another machine, or none yet).")
@@ -46,13 +50,17 @@ class LoopStatus(BaseModel):
 
 
 class Spend(BaseModel):
-    today: dict[str, Any] = Field(description="Today's calls and tokens (prompt, of them cached, new; completion), "
-                                  "and their cost when the models have prices.")
+    today: dict[str, Any] = Field(
+        description="Today's calls and tokens (prompt, of them cached, new; completion), "
+        "and their cost when the models have prices."
+    )
     hour: dict[str, Any] = Field(description="The same for the last 60 minutes.")
     by_model: list[dict[str, Any]] = Field(description="Today's spend per model.")
     currency: str
-    budget: dict[str, Any] = Field(description="budget.tokens_per_day/hour, what is left, and the state: ok, low "
-                                   "(no thought of its own) or spent (it only answers its humans).")
+    budget: dict[str, Any] = Field(
+        description="budget.tokens_per_day/hour, what is left, and the state: ok, low "
+        "(no thought of its own) or spent (it only answers its humans)."
+    )
     quiet_ticks_today: int = Field(description="Ticks with nothing new to think about today: no model call.")
 
 
@@ -70,15 +78,28 @@ class LLMUpdateIn(BaseModel):
 
 class LLMAddIn(BaseModel):
     model_config = REQUEST_BODY
-    base_url: str = Field(description="The OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1 (…/v1 is added "
-                                      "to a bare host:port).", min_length=8, max_length=500,
-                          pattern=r"^https?://[^\s/]+(/\S*)?$")
-    model: str = Field(description="The model the server runs, as its /models lists it.", min_length=1, max_length=200,
-                       pattern=r"^\S(.*\S)?$")
-    name: str | None = Field(None, description="What to call it here (its id is made from this, else from the model).",
-                             max_length=100)
-    api_key: str | None = Field(None, description="Sent only to that server; kept in a 0600 file of the data dir's "
-                                                  "secrets/, never shown back or exported.", max_length=500)
+    base_url: str = Field(
+        description="The OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1 (…/v1 is added "
+        "to a bare host:port).",
+        min_length=8,
+        max_length=500,
+        pattern=r"^https?://[^\s/]+(/\S*)?$",
+    )
+    model: str = Field(
+        description="The model the server runs, as its /models lists it.",
+        min_length=1,
+        max_length=200,
+        pattern=r"^\S(.*\S)?$",
+    )
+    name: str | None = Field(
+        None, description="What to call it here (its id is made from this, else from the model).", max_length=100
+    )
+    api_key: str | None = Field(
+        None,
+        description="Sent only to that server; kept in a 0600 file of the data dir's "
+        "secrets/, never shown back or exported.",
+        max_length=500,
+    )
 
 
 class LocalServer(BaseModel):

@@ -14,7 +14,8 @@ from web.schemas.requests import JSON_NUMBER, REQUEST_BODY, VISIBLE
 class DriveLevelIn(BaseModel):
     model_config = REQUEST_BODY
     level: Annotated[float, Field(ge=0, le=1), JSON_NUMBER] = Field(
-        description="The level to set; it fades back to the computed one.")
+        description="The level to set; it fades back to the computed one."
+    )
 
 
 class DriveAdjustment(BaseModel):
@@ -95,8 +96,9 @@ class Charts(BaseModel):
     emotions: Chart
     novelty: Chart
     tokens: Chart
-    valence: dict[str, float] = Field(description="emotion → valence (−1 … 1) used for the emotions plot; "
-                                                  "emotions not in it are left out.")
+    valence: dict[str, float] = Field(
+        description="emotion → valence (−1 … 1) used for the emotions plot; emotions not in it are left out."
+    )
 
 
 class PromptLayer(BaseModel):

@@ -82,15 +82,23 @@ class SearchHit(BaseModel):
     score: float
     status: str
     browsable: bool = Field(description="A row the memory page lists (a conversation turn is not).")
-    replaced: list[str] = Field(default_factory=list,
-                                description="Knowledge updates: the texts of the older memories this one updated.")
-    superseded_by: str | None = Field(None, description="Knowledge updates: the newer memory that updated this one "
-                                                        "(status `superseded`: kept, ranked lower, restorable).")
+    replaced: list[str] = Field(
+        default_factory=list, description="Knowledge updates: the texts of the older memories this one updated."
+    )
+    superseded_by: str | None = Field(
+        None,
+        description="Knowledge updates: the newer memory that updated this one "
+        "(status `superseded`: kept, ranked lower, restorable).",
+    )
     recorded_at: datetime | None = Field(None, description="Record time: when the memory was stored.")
-    happened_at: datetime | None = Field(None, description="Event time: when what it tells happened, when its text or "
-                                                           "source says (the start of that day, week, month or year).")
-    happened_as: str | None = Field(None, description="How the event time was said (\"last Tuesday\") and how precise "
-                                                      "it is (day, week, month, year).")
+    happened_at: datetime | None = Field(
+        None,
+        description="Event time: when what it tells happened, when its text or "
+        "source says (the start of that day, week, month or year).",
+    )
+    happened_as: str | None = Field(
+        None, description='How the event time was said ("last Tuesday") and how precise it is (day, week, month, year).'
+    )
 
 
 class SearchResults(BaseModel):
@@ -108,7 +116,27 @@ class KBUploaded(BaseModel):
 
 
 __all__ = [
-    "BlockEdit", "Change", "ConceptEdit", "DiaryEdit", "Done", "EntityEdit", "EpisodeEdit", "FactEdit", "FieldInfo",
-    "GoalEdit", "History", "InsightEdit", "KBUploaded", "LLMMemoryEdit", "LinkEdit", "MemoryList", "MemoryRecord",
-    "QuestionEdit", "SearchHit", "SearchResults", "TaskEdit", "TierInfo", "Tiers",
+    "BlockEdit",
+    "Change",
+    "ConceptEdit",
+    "DiaryEdit",
+    "Done",
+    "EntityEdit",
+    "EpisodeEdit",
+    "FactEdit",
+    "FieldInfo",
+    "GoalEdit",
+    "History",
+    "InsightEdit",
+    "KBUploaded",
+    "LLMMemoryEdit",
+    "LinkEdit",
+    "MemoryList",
+    "MemoryRecord",
+    "QuestionEdit",
+    "SearchHit",
+    "SearchResults",
+    "TaskEdit",
+    "TierInfo",
+    "Tiers",
 ]

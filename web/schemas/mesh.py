@@ -20,7 +20,10 @@ class PeerIn(BaseModel):
     model_config = REQUEST_BODY
     name: PeerName
     a2a_url: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^https?://\S{1,490}$")] | None = None
-    did: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]{1,180}$")] | None = None
+    did: (
+        Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]{1,180}$")]
+        | None
+    ) = None
     note: Annotated[str, StringConstraints(max_length=2000)] = ""
 
 
@@ -35,6 +38,7 @@ class PeerTagsIn(BaseModel):
 class CredentialOut(BaseModel):
     """A credential issued to a peer: it opens the A2A endpoint as that peer, nothing else. Only a hint of its token
     is shown (the token itself was shown once, when it was issued; only its hash is kept)."""
+
     id: int
     hint: str = Field(description="The token's first characters, to tell credentials apart.")
     issued_by: str
@@ -45,6 +49,7 @@ class CredentialOut(BaseModel):
 
 class IssuedCredentialOut(BaseModel):
     """A new credential and its token — the only time the token is shown: give it to the peer's owner."""
+
     credential: CredentialOut
     token: str = Field(description="`Authorization: Bearer <token>` on the peer's A2A requests; shown this once.")
 
@@ -58,6 +63,7 @@ class OutgoingCredentialIn(BaseModel):
 
 class A2ARefusedOut(BaseModel):
     """What the A2A endpoint refused, by caller (a peer's name, `anonymous`, `unauthenticated`) and reason."""
+
     caller: str
     reason: str = Field(description="credential, rate, overloaded, too large or refused")
     count: int
@@ -85,8 +91,10 @@ class PeerOut(BaseModel):
     last_seen: datetime | None
     trust: float | None = Field(description="The mesh's trust (−1…+1); null: nothing evaluated yet.")
     trust_history: list[TrustPoint] = Field(default_factory=list)
-    credentials: list[CredentialOut] = Field(default_factory=list, description=(
-        "The credentials issued to this peer (it calls with one), revoked ones included."))
+    credentials: list[CredentialOut] = Field(
+        default_factory=list,
+        description=("The credentials issued to this peer (it calls with one), revoked ones included."),
+    )
 
 
 class OutboxOut(BaseModel):
@@ -111,6 +119,7 @@ class HeardOut(BaseModel):
 
 class LearnedOut(BaseModel):
     """A peer's container that CogSync turned into memory here (data with its source DID and the sender's trust)."""
+
     container_id: str
     sender: str
     tier: str | None
@@ -121,6 +130,7 @@ class LearnedOut(BaseModel):
 
 class CaseOut(BaseModel):
     """An open consensus case: an ethics case (solutions and their trust-weighted votes) or a shared claim."""
+
     case_id: str
     kind: str
     question: str
@@ -142,6 +152,7 @@ class RefusedOut(BaseModel):
 
 class DiscoveredOut(BaseModel):
     """A peer whose DID a signed `have` proved on the mesh, not added: the owner may add it (as a peer, by its DID)."""
+
     did: str
     transport: str = Field(description="The transport (libp2p) peer id it was seen at.")
     first_seen: str
@@ -158,7 +169,13 @@ class MeshView(BaseModel):
     refused_counts: dict[str, int] = Field(description="Refused containers by reason: forged, replay, expired, …")
     outbox: list[OutboxOut]
     heard: list[HeardOut]
-    a2a_refused: list[A2ARefusedOut] = Field(default_factory=list, description=(
-        "What the A2A endpoint refused (bad or no credential, past a rate or a cap, too large), counted."))
-    discovered: list[DiscoveredOut] = Field(default_factory=list, description=(
-        "Seen on the mesh, not added: peers whose DID a signed `have` proved; adding one is the owner's act."))
+    a2a_refused: list[A2ARefusedOut] = Field(
+        default_factory=list,
+        description=("What the A2A endpoint refused (bad or no credential, past a rate or a cap, too large), counted."),
+    )
+    discovered: list[DiscoveredOut] = Field(
+        default_factory=list,
+        description=(
+            "Seen on the mesh, not added: peers whose DID a signed `have` proved; adding one is the owner's act."
+        ),
+    )

@@ -61,18 +61,26 @@ class ContactRequest(BaseModel):
     channel: str
     address: str
     sender_name: str
-    warning: str = Field("", description="What the owner should know: e.g. the sender claims someone's address "
-                         "but failed authentication.")
+    warning: str = Field(
+        "",
+        description="What the owner should know: e.g. the sender claims someone's address but failed authentication.",
+    )
     status: Literal["pending", "accepted", "refused"]
     messages: int = Field(description="How many messages wait held (none reached a note or memory).")
     requested_at: str | None = None
-    claims: str | None = Field(None, description="The known person whose address this sender used without passing "
-                               "authentication: it cannot be accepted as them (refuse it; the owner may vouch for "
-                               "mail claiming their own address).")
+    claims: str | None = Field(
+        None,
+        description="The known person whose address this sender used without passing "
+        "authentication: it cannot be accepted as them (refuse it; the owner may vouch for "
+        "mail claiming their own address).",
+    )
     claims_role: str | None = None
     unverified: str = Field("", description="Why the channel could not vouch for the sender (e.g. dkim=none).")
-    lookalike: str = Field("", description="Why the sender may pose as someone known (impostor risk): its display "
-                           "name reads as a known person's, or shows a known address.")
+    lookalike: str = Field(
+        "",
+        description="Why the sender may pose as someone known (impostor risk): its display "
+        "name reads as a known person's, or shows a known address.",
+    )
     dropped: int = Field(0, description="Their messages dropped over the channel's hold caps (none kept).")
     held: list[str] = Field(default_factory=list, description="The held texts, for the owner to read.")
     can_accept: bool = True
@@ -98,11 +106,14 @@ class PeopleOverview(BaseModel):
     people: list[Person]
     contact_requests: list[ContactRequest]
     channels: list[ChannelState]
-    dropped_messages: int = Field(0, description="Strangers' messages dropped because the waiting contact requests "
-                                  "were at their cap (none kept).")
+    dropped_messages: int = Field(
+        0, description="Strangers' messages dropped because the waiting contact requests were at their cap (none kept)."
+    )
     dropped_senders: int = 0
-    set_aside: list[SetAside] = Field(default_factory=list, description="The newest messages a channel could not "
-                                      "read: set aside, nothing of them kept.")
+    set_aside: list[SetAside] = Field(
+        default_factory=list,
+        description="The newest messages a channel could not read: set aside, nothing of them kept.",
+    )
     set_aside_total: int = 0
 
 
@@ -132,6 +143,11 @@ class PersonUpdate(BaseModel):
 
 class AcceptIn(BaseModel):
     model_config = REQUEST_BODY
-    name: str | None = Field(None, min_length=1, max_length=120, pattern=f"{VISIBLE}",
-                             description="An existing person who gets this identity, or the new person's name.")
+    name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=120,
+        pattern=f"{VISIBLE}",
+        description="An existing person who gets this identity, or the new person's name.",
+    )
     role: Literal["trusted", "guest"] = "guest"

@@ -21,8 +21,10 @@ class FileIn(BaseModel):
 
 class PersonaFileIn(BaseModel):
     model_config = REQUEST_BODY
-    text: str = Field(max_length=FILE_CAP, description="The file's whole text (the bootstrap files together hold at "
-                                                         f"most {TOTAL_CAP:,} characters).")
+    text: str = Field(
+        max_length=FILE_CAP,
+        description=f"The file's whole text (the bootstrap files together hold at most {TOTAL_CAP:,} characters).",
+    )
 
 
 class ConfigFile(BaseModel):
@@ -75,7 +77,9 @@ class Edit(BaseModel):
 class PersonaOverview(BaseModel):
     name: str
     directory: str
-    editable: bool = Field(description="False for the shipped default persona: the first edit copies it into the data dir.")
+    editable: bool = Field(
+        description="False for the shipped default persona: the first edit copies it into the data dir."
+    )
     files: list[PersonaFile]
     truncated: list[str] = Field(default_factory=list, description="What the loader cut or left out.")
     skills: list[str]

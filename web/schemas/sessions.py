@@ -58,6 +58,7 @@ class ExportedMessage(BaseModel):
 
 class SessionExport(BaseModel):
     """What `run.py sessions export` (or GET /api/sessions/{id}/export) wrote."""
+
     model_config = ConfigDict(extra="allow")
     session: ExportedSession
     goal_state: dict[str, Any] = Field(default_factory=dict)

@@ -23,9 +23,13 @@ class ConversationItem(BaseModel):
     who: Literal["human", "persona"]
     text: str
     at: datetime
-    person: str | None = Field(None, description=(
-        "Whose conversation it is: a person's id, or `peer:<name>` for another agent (the persona's message: its "
-        "recipient's)."))
+    person: str | None = Field(
+        None,
+        description=(
+            "Whose conversation it is: a person's id, or `peer:<name>` for another agent (the persona's message: its "
+            "recipient's)."
+        ),
+    )
     name: str | None = Field(None, description="Who wrote it (a human's note), or whom the persona wrote to.")
     role: Literal["owner", "trusted", "guest", "peer"] | None = None
     door: Door | None = Field(None, description="How it came or went: the page, the API, MCP, a channel, A2A, …")
@@ -35,8 +39,12 @@ class ConversationItem(BaseModel):
     drive_level: float | None = None
     llm_id: str | None = None
     spoken: bool = Field(False, description="A human note that came as a voice message (its text is the transcript).")
-    speakable: bool = Field(False, description=(
-        "A persona's message offered as audio (speech.answer_in_speech): GET /api/talk/speech/{id} plays it."))
+    speakable: bool = Field(
+        False,
+        description=(
+            "A persona's message offered as audio (speech.answer_in_speech): GET /api/talk/speech/{id} plays it."
+        ),
+    )
 
 
 class VoiceNoteOut(BaseModel):
@@ -68,6 +76,9 @@ class ThreadOut(BaseModel):
 
 class Threads(BaseModel):
     threads: list[ThreadOut]
-    waiting: dict[str, int] = Field(description=(
-        "What waits for the owner: contact requests (`contacts`), approvals, messages a channel refused "
-        "(`refused`), unread notes (`unread`)."))
+    waiting: dict[str, int] = Field(
+        description=(
+            "What waits for the owner: contact requests (`contacts`), approvals, messages a channel refused "
+            "(`refused`), unread notes (`unread`)."
+        )
+    )

@@ -13,8 +13,10 @@ class CommandOutcome(BaseModel):
     cmd_id: str
     type: str
     args: dict[str, Any] = Field(default_factory=dict)
-    status: str = Field(description="executed, failed, or why it did not run: unvalidated, blocked, pending, "
-                                    "denied, unknown, invalid, over_limit…")
+    status: str = Field(
+        description="executed, failed, or why it did not run: unvalidated, blocked, pending, "
+        "denied, unknown, invalid, over_limit…"
+    )
     result: str = Field("", description="Its output, or the error / the reason it did not run.")
     ran: bool = Field(description="The command's effect took place.")
 

@@ -8,8 +8,7 @@ from datetime import datetime
 
 from graph.reports import approval_row, audit_row, taint_row
 from i18n import N_
-from managers import Managers
-from managers import ManagerFactory
+from managers import ManagerFactory, Managers
 from managers.audience import OWNER
 from managers.consent import ApprovalError
 from web.errors import NotFoundError, ServiceError
@@ -28,16 +27,19 @@ DECIDED_BY = "owner (web)"  # the default of a caller that does not say more (we
 
 def listing(house: Managers, status: str | None = "pending", limit: int = 50) -> ApprovalList:
     consent = house.consent
-    return ApprovalList(items=[Approval(**approval_row(a)) for a in consent.listing(status, limit)],
-                        pending=len(consent.pending()))
+    return ApprovalList(
+        items=[Approval(**approval_row(a)) for a in consent.listing(status, limit)], pending=len(consent.pending())
+    )
 
 
 def overview(house: Managers, limit: int = 20) -> ApprovalsOverview:
     consent = house.consent
-    return ApprovalsOverview(pending=[Approval(**approval_row(a)) for a in consent.pending()],
-                             tainted=[TaintedRow(**taint_row(t, text)) for t, text in consent.tainted(limit)],
-                             recent=[Approval(**approval_row(a)) for a in consent.decided(limit)],
-                             audit=[AuditEntry(**audit_row(e)) for e in reversed(consent.audit_log(limit * 3))])
+    return ApprovalsOverview(
+        pending=[Approval(**approval_row(a)) for a in consent.pending()],
+        tainted=[TaintedRow(**taint_row(t, text)) for t, text in consent.tainted(limit)],
+        recent=[Approval(**approval_row(a)) for a in consent.decided(limit)],
+        audit=[AuditEntry(**audit_row(e)) for e in reversed(consent.audit_log(limit * 3))],
+    )
 
 
 def detail(house: Managers, approval_id: int) -> ApprovalDetail:
@@ -45,11 +47,14 @@ def detail(house: Managers, approval_id: int) -> ApprovalDetail:
     row = consent.get(approval_id)
     if row is None:
         raise NotFoundError(N_("no approval %(approval_id)s"), approval_id=approval_id, field="approval_id")
-    return ApprovalDetail(**approval_row(row), audit=[AuditEntry(**audit_row(e)) for e in consent.audit_of(approval_id)])
+    return ApprovalDetail(
+        **approval_row(row), audit=[AuditEntry(**audit_row(e)) for e in consent.audit_of(approval_id)]
+    )
 
 
-def decide(managers: ManagerFactory, approval_id: int, *, approve: bool, reason: str, now: datetime,
-           by: str = DECIDED_BY) -> ApprovalDetail:
+def decide(
+    managers: ManagerFactory, approval_id: int, *, approve: bool, reason: str, now: datetime, by: str = DECIDED_BY
+) -> ApprovalDetail:
     """Approve (it runs once, at the persona's next tick) or deny (never runs; the persona is told why).
     404 when there is no such approval, 409 when it was decided already."""
     with managers.unit(OWNER) as house:
@@ -66,8 +71,9 @@ def decide(managers: ManagerFactory, approval_id: int, *, approve: bool, reason:
 
 def tainted(house: Managers, limit: int = 50) -> TaintedList:
     consent = house.consent
-    return TaintedList(items=[TaintedRow(**taint_row(t, text)) for t, text in consent.tainted(limit)],
-                       count=consent.tainted_count())
+    return TaintedList(
+        items=[TaintedRow(**taint_row(t, text)) for t, text in consent.tainted(limit)], count=consent.tainted_count()
+    )
 
 
 def trust(managers: ManagerFactory, taint_id: int, *, reason: str, now: datetime, by: str = DECIDED_BY) -> TaintedRow:

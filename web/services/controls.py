@@ -18,11 +18,27 @@ from web.schemas.controls import LLMAddIn, LLMHealth, LLMUpdateIn, LocalServer, 
 
 
 def llm_health(house: Managers) -> list[LLMHealth]:
-    return [LLMHealth(id=h.id, provider=h.provider, model=h.model, priority=h.priority, enabled=h.enabled,
-                      is_validator=h.is_validator, selected=h.selected, trust_score=h.trust_score, base_url=h.base_url,
-                      calls=h.calls, failures=h.failures, last_ok=h.last_ok, last_error=h.last_error,
-                      last_latency_ms=h.last_latency_ms, healthy=h.healthy, added=h.added)
-            for h in house.models.health()]
+    return [
+        LLMHealth(
+            id=h.id,
+            provider=h.provider,
+            model=h.model,
+            priority=h.priority,
+            enabled=h.enabled,
+            is_validator=h.is_validator,
+            selected=h.selected,
+            trust_score=h.trust_score,
+            base_url=h.base_url,
+            calls=h.calls,
+            failures=h.failures,
+            last_ok=h.last_ok,
+            last_error=h.last_error,
+            last_latency_ms=h.last_latency_ms,
+            healthy=h.healthy,
+            added=h.added,
+        )
+        for h in house.models.health()
+    ]
 
 
 def _registry_change(change: Callable[[], str]) -> list[LLMHealth]:
@@ -42,8 +58,11 @@ def select_llm(house: Managers, llm_id: str | None) -> list[LLMHealth]:
 def update_llm(house: Managers, llm_id: str, change: LLMUpdateIn) -> list[LLMHealth]:
     if not house.models.registered(llm_id):
         raise NotFoundError(N_("no model %(llm_id)r"), llm_id=llm_id, field="llm_id")
-    _registry_change(lambda: house.models.update(llm_id, priority=change.priority, enabled=change.enabled,
-                                                           is_validator=change.is_validator))
+    _registry_change(
+        lambda: house.models.update(
+            llm_id, priority=change.priority, enabled=change.enabled, is_validator=change.is_validator
+        )
+    )
     return llm_health(house)
 
 
@@ -54,7 +73,9 @@ def add_llm(house: Managers, settings: Settings, body: LLMAddIn) -> LLMHealth:
     try:
         row = models.add(body.base_url, body.model, name=body.name or None, api_key=body.api_key or None)
     except ServerCheckFailed as exc:
-        raise ServiceError(N_("the server did not pass the health check: %(exc)s"), exc=exc, field="base_url", status=422) from None
+        raise ServiceError(
+            N_("the server did not pass the health check: %(exc)s"), exc=exc, field="base_url", status=422
+        ) from None
     except RegistryError as exc:
         raise ServiceError(str(exc), field="name", status=409) from None
     return next(h for h in llm_health(house) if h.id == row["id"])
@@ -77,8 +98,11 @@ def local_servers(house: Managers) -> list[LocalServer]:
     from llm.discovery import detect_local
 
     registered = house.models.registered_urls()
-    return [LocalServer(name=s.name, base_url=s.base_url, models=s.models, offer=s.offer)
-            for s in detect_local() if s.base_url not in registered and s.models]
+    return [
+        LocalServer(name=s.name, base_url=s.base_url, models=s.models, offer=s.offer)
+        for s in detect_local()
+        if s.base_url not in registered and s.models
+    ]
 
 
 def loop_status(house: Managers) -> LoopStatus:
@@ -88,14 +112,28 @@ def loop_status(house: Managers) -> LoopStatus:
     tick = None
     if last:
         t = last[0]
-        tick = {"thread": t.thread_id, "tick": t.tick, "status": t.status, "llm_calls": t.llm_calls,
-                "prompt_tokens": t.prompt_tokens, "completion_tokens": t.completion_tokens,
-                "started_at": t.started_at.isoformat() if t.started_at else None,
-                "finished_at": t.finished_at.isoformat() if t.finished_at else None}
-    return LoopStatus(want=wanted.get("want", "running"), requested_by=wanted.get("by"),
-                      state=loop.get("state", "unknown"), thread=loop.get("thread"), pid=loop.get("pid"),
-                      alive=loop_alive(loop),
-                      reported_at=loop.get("at"), ticks=house.journal.tick_count(), last_tick=tick, llms=llm_health(house))
+        tick = {
+            "thread": t.thread_id,
+            "tick": t.tick,
+            "status": t.status,
+            "llm_calls": t.llm_calls,
+            "prompt_tokens": t.prompt_tokens,
+            "completion_tokens": t.completion_tokens,
+            "started_at": t.started_at.isoformat() if t.started_at else None,
+            "finished_at": t.finished_at.isoformat() if t.finished_at else None,
+        }
+    return LoopStatus(
+        want=wanted.get("want", "running"),
+        requested_by=wanted.get("by"),
+        state=loop.get("state", "unknown"),
+        thread=loop.get("thread"),
+        pid=loop.get("pid"),
+        alive=loop_alive(loop),
+        reported_at=loop.get("at"),
+        ticks=house.journal.tick_count(),
+        last_tick=tick,
+        llms=llm_health(house),
+    )
 
 
 def spend(house: Managers, now: datetime) -> dict[str, Any]:

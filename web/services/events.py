@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import datetime
 from typing import Any
 
 from managers import ManagerFactory
@@ -19,8 +18,15 @@ KEEPALIVE_S = 15.0
 
 
 def event_dict(row) -> dict[str, Any]:
-    return {"id": row.id, "at": as_utc(row.at).isoformat() if row.at else None, "thread_id": row.thread_id, "tick": row.tick,
-            "kind": row.kind, "node": row.node, "data": row.data}
+    return {
+        "id": row.id,
+        "at": as_utc(row.at).isoformat() if row.at else None,
+        "thread_id": row.thread_id,
+        "tick": row.tick,
+        "kind": row.kind,
+        "node": row.node,
+        "data": row.data,
+    }
 
 
 def newest_id(managers: ManagerFactory) -> int:
@@ -28,7 +34,9 @@ def newest_id(managers: ManagerFactory) -> int:
         return house.journal.newest_event_id()
 
 
-def read_after(managers: ManagerFactory, cursor: int, kinds: Iterable[str] | None = None, limit: int = 200) -> list[dict[str, Any]]:
+def read_after(
+    managers: ManagerFactory, cursor: int, kinds: Iterable[str] | None = None, limit: int = 200
+) -> list[dict[str, Any]]:
     with managers.unit(OWNER) as house:
         return [event_dict(row) for row in house.journal.events_after(cursor, limit, kinds)]
 
@@ -73,12 +81,19 @@ class JournalListener:
             self._task.cancel()
 
 
-LISTENED_POLL_S = 2.0  # with a listener, the table is read again at least this often (a NOTIFY missed while reconnecting)
+LISTENED_POLL_S = (
+    2.0  # with a listener, the table is read again at least this often (a NOTIFY missed while reconnecting)
+)
 
 
-async def follow(managers: ManagerFactory, cursor: int, *, kinds: Iterable[str] | None = None,
-                 is_disconnected: Callable[[], Any] | None = None,
-                 listener: JournalListener | None = None) -> AsyncIterator[dict[str, Any]]:
+async def follow(
+    managers: ManagerFactory,
+    cursor: int,
+    *,
+    kinds: Iterable[str] | None = None,
+    is_disconnected: Callable[[], Any] | None = None,
+    listener: JournalListener | None = None,
+) -> AsyncIterator[dict[str, Any]]:
     """Events after `cursor` as they are journaled, forever (until the client goes): read when PostgreSQL says the
     journal grew (`listener`), or by polling the table."""
     kinds = list(kinds or [])

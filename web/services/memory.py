@@ -12,14 +12,13 @@ import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 from managers import Managers
 from managers.audience import OWNER
 from managers.memory import MAX_UPLOAD_BYTES, Changed, search_index
 from memory.retrieval.index import Hit
-from memory.updates import versions_of
 from memory.tiers import (
     TIERS,
     AnyTier,
@@ -54,11 +53,27 @@ from web.schemas.memory import (
 log = logging.getLogger(__name__)
 
 Tier = AnyTier
-STATUSES: dict[type[TierError], int] = {TooLarge: 413, Unsupported: 415, Invalid: 422, NotEditable: 405,
-                                        Conflict: 409}
+STATUSES: dict[type[TierError], int] = {TooLarge: 413, Unsupported: 415, Invalid: 422, NotEditable: 405, Conflict: 409}
 
-__all__ = ["MAX_UPLOAD_BYTES", "TIERS", "Page", "Tier", "archive", "delete", "edit", "form_fields", "get_record",
-           "history", "list_tier", "page", "restore", "search", "tier_of", "tiers", "upload_kb"]
+__all__ = [
+    "MAX_UPLOAD_BYTES",
+    "TIERS",
+    "Page",
+    "Tier",
+    "archive",
+    "delete",
+    "edit",
+    "form_fields",
+    "get_record",
+    "history",
+    "list_tier",
+    "page",
+    "restore",
+    "search",
+    "tier_of",
+    "tiers",
+    "upload_kb",
+]
 
 
 @contextmanager
@@ -91,18 +106,30 @@ def tier_of(name: str) -> Tier:
 
 
 def tiers(house: Managers) -> Tiers:
-    return Tiers(tiers=[TierInfo(name=t.name, label=t.label, count=house.memory.count(t.name), searchable=t.searchable,
-                                 archivable=t.archivable, editable=t.editable, deletable=t.deletable,
-                                 fields=list(t.fields)) for t in TIERS.values()])
+    return Tiers(
+        tiers=[
+            TierInfo(
+                name=t.name,
+                label=t.label,
+                count=house.memory.count(t.name),
+                searchable=t.searchable,
+                archivable=t.archivable,
+                editable=t.editable,
+                deletable=t.deletable,
+                fields=list(t.fields),
+            )
+            for t in TIERS.values()
+        ]
+    )
 
 
-def list_tier(house: Managers, services: WebServices, name: str, *, q: str | None = None, archived: bool = False,
-              limit: int = 50) -> MemoryList:
+def list_tier(
+    house: Managers, services: WebServices, name: str, *, q: str | None = None, archived: bool = False, limit: int = 50
+) -> MemoryList:
     """A tier's rows, newest first (archived ones instead when asked); `q` narrows them: by hybrid search in a
     searchable tier, by the words in the others."""
     q = (q or "").strip() or None
     with _answered():
-        searching = q is not None and _tier_of(name).searchable
         items = house.memory.list(name, q=q, archived=archived, limit=limit)
     return MemoryList(tier=name, archived=archived, q=q, items=items)
 
@@ -118,17 +145,25 @@ def _hit(hit: Hit, texts: Mapping[int, str] | None = None) -> SearchHit:
     newer = meta.get("superseded_by")
     event = meta.get("event") or {}
     said = " · ".join(str(v) for v in (event.get("phrase"), event.get("precision")) if v) or None
-    return SearchHit(tier=item.tier, ref=hit_ref(item.tier, item.ref), title=item.title,
-                     text=item.text, score=hit.score, status=item.status, browsable=item.tier in TIERS,
-                     replaced=[texts[i] for i in reversed(meta.get("replaces", [])) if i in texts],
-                     superseded_by=texts.get(newer) if newer is not None else None,
-                     recorded_at=_aware(item.created_at), happened_at=_aware(item.event_at),
-                     happened_as=said if item.event_at is not None else None)
+    return SearchHit(
+        tier=item.tier,
+        ref=hit_ref(item.tier, item.ref),
+        title=item.title,
+        text=item.text,
+        score=hit.score,
+        status=item.status,
+        browsable=item.tier in TIERS,
+        replaced=[texts[i] for i in reversed(meta.get("replaces", [])) if i in texts],
+        superseded_by=texts.get(newer) if newer is not None else None,
+        recorded_at=_aware(item.created_at),
+        happened_at=_aware(item.event_at),
+        happened_as=said if item.event_at is not None else None,
+    )
 
 
 def _aware(moment: datetime | None) -> datetime | None:
     """A stored time as UTC with its zone (SQLite gives it back without one)."""
-    return moment if moment is None or moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment is None or moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def day_of(value: str, field: str) -> date | None:
@@ -141,27 +176,60 @@ def day_of(value: str, field: str) -> date | None:
         raise ServiceError(f"{value!r} is not a date (YYYY-MM-DD)", field=field, status=422) from None
 
 
-def search(services: WebServices, q: str, *, k: int = 10, tiers: list[str] | None = None,
-           archived: bool = False, happened_after: date | None = None,
-           happened_before: date | None = None) -> SearchResults:
+def search(
+    services: WebServices,
+    q: str,
+    *,
+    k: int = 10,
+    tiers: list[str] | None = None,
+    archived: bool = False,
+    happened_after: date | None = None,
+    happened_before: date | None = None,
+) -> SearchResults:
     """The persona's own hybrid retrieval (BM25 + vectors, fused) across the searchable tiers (or those named);
     `happened_after`/`happened_before` bound the memories' event time."""
     with _answered():
         searchable(tiers)  # the tiers are checked even for an empty query (the index is opened only for a query)
-        hits = search_index(services.memory, q, k=k, tiers=tiers, archived=archived, happened_after=happened_after,
-                            happened_before=happened_before) if q.strip() else []
+        hits = (
+            search_index(
+                services.memory,
+                q,
+                k=k,
+                tiers=tiers,
+                archived=archived,
+                happened_after=happened_after,
+                happened_before=happened_before,
+            )
+            if q.strip()
+            else []
+        )
         with services.managers.reading(OWNER) as house:  # what they updated or were updated by (memory/updates.py)
             texts = house.memory.versions_of(hits)
     return SearchResults(q=q, hits=[_hit(h, texts) for h in hits])
 
 
-def history(house: Managers, *, tier: str | None = None, ref: str | None = None, actor: str | None = None,
-            limit: int = 50, before_id: int | None = None) -> History:
+def history(
+    house: Managers,
+    *,
+    tier: str | None = None,
+    ref: str | None = None,
+    actor: str | None = None,
+    limit: int = 50,
+    before_id: int | None = None,
+) -> History:
     """Changes, newest first: of one row (tier + ref), one tier, or all."""
     with _answered():
         rows = house.memory.history(tier=tier, ref=ref, actor=actor, limit=limit, before_id=before_id)
-    return History(tier=tier, ref=ref, changes=[Change(id=c.id, at=c.at, tier=c.tier, ref=c.ref, action=c.action,
-                                                       actor=c.actor, before=c.before, after=c.after) for c in rows])
+    return History(
+        tier=tier,
+        ref=ref,
+        changes=[
+            Change(
+                id=c.id, at=c.at, tier=c.tier, ref=c.ref, action=c.action, actor=c.actor, before=c.before, after=c.after
+            )
+            for c in rows
+        ],
+    )
 
 
 # ---- writing (as the human) ------------------------------------------------------------------------------------
@@ -233,8 +301,14 @@ def upload_kb(services: WebServices, filename: str, data: bytes) -> KBUploaded:
     with _answered(), services.managers.unit(OWNER) as house:
         result = house.memory.upload_kb(filename, data)
     indexed = 0 if result.skipped else _index(services, flush=True)
-    return KBUploaded(doc_id=result.doc_id, title=result.title, chunks=result.chunks, chars=result.chars,
-                      skipped=result.skipped, indexed=indexed)
+    return KBUploaded(
+        doc_id=result.doc_id,
+        title=result.title,
+        chunks=result.chunks,
+        chars=result.chars,
+        skipped=result.skipped,
+        indexed=indexed,
+    )
 
 
 # ---- the page --------------------------------------------------------------------------------------------------
@@ -253,5 +327,10 @@ class Page:
 
 def page(house: Managers, services: WebServices, name: str, *, q: str | None = None, archived: bool = False) -> Page:
     tier = tier_of(name)
-    return Page(tiers=tiers(house), tier=tier, listing=list_tier(house, services, name, q=q, archived=archived),
-                history=history(house, limit=20), fields=tier.fields)
+    return Page(
+        tiers=tiers(house),
+        tier=tier,
+        listing=list_tier(house, services, name, q=q, archived=archived),
+        history=history(house, limit=20),
+        fields=tier.fields,
+    )

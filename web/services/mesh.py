@@ -4,7 +4,7 @@ what the mesh's managers know (reputation, CogSync, consensus, refusals) read th
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from managers import Managers
@@ -12,28 +12,58 @@ from managers.errors import NotFound, Refused
 from memory.models import Peer
 from memory.provenance import note_author
 from web.errors import NotFoundError, ServiceError
-from web.schemas.mesh import (A2ARefusedOut, CaseOut, CredentialOut, DiscoveredOut, HeardOut, IssuedCredentialOut,
-                              LearnedOut, MeshView, OutboxOut, PeerIn, PeerOut, PeerTagsIn, RefusedOut, TrustPoint)
+from web.schemas.mesh import (
+    A2ARefusedOut,
+    CaseOut,
+    CredentialOut,
+    DiscoveredOut,
+    HeardOut,
+    IssuedCredentialOut,
+    LearnedOut,
+    MeshView,
+    OutboxOut,
+    PeerIn,
+    PeerOut,
+    PeerTagsIn,
+    RefusedOut,
+    TrustPoint,
+)
 from web.services.events import event_dict
 
 
 def _peer(peers: Any, row: Peer, *, history: bool = True) -> PeerOut:
     points = peers.trust_history(row.did) if history else []
-    return PeerOut(name=row.name, did=row.did, a2a_url=row.a2a_url, p2p_addrs=list(row.p2p_addrs or []),
-                   added_by=row.added_by, note=row.note, blocked=row.blocked, tags=list(row.tags or []), first_seen=row.first_seen,
-                   last_seen=row.last_seen, trust=peers.trust(row.did),
-                   trust_history=[TrustPoint(at=at, trust=value) for at, value in points],
-                   credentials=[_credential(c) for c in peers.credentials(row.id)])
+    return PeerOut(
+        name=row.name,
+        did=row.did,
+        a2a_url=row.a2a_url,
+        p2p_addrs=list(row.p2p_addrs or []),
+        added_by=row.added_by,
+        note=row.note,
+        blocked=row.blocked,
+        tags=list(row.tags or []),
+        first_seen=row.first_seen,
+        last_seen=row.last_seen,
+        trust=peers.trust(row.did),
+        trust_history=[TrustPoint(at=at, trust=value) for at, value in points],
+        credentials=[_credential(c) for c in peers.credentials(row.id)],
+    )
 
 
 def _aware(moment: datetime | None) -> datetime | None:
     """A moment as RFC 3339 wants it: SQLite gives back the UTC it was given without its zone."""
-    return moment.replace(tzinfo=timezone.utc) if moment is not None and moment.tzinfo is None else moment
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
 def _credential(row: Any) -> CredentialOut:
-    return CredentialOut(id=row.id, hint=row.hint + "…", issued_by=row.issued_by, created_at=_aware(row.created_at),
-                         last_used_at=_aware(row.last_used_at), revoked_at=_aware(row.revoked_at))
+    return CredentialOut(
+        id=row.id,
+        hint=row.hint + "…",
+        issued_by=row.issued_by,
+        created_at=_aware(row.created_at),
+        last_used_at=_aware(row.last_used_at),
+        revoked_at=_aware(row.revoked_at),
+    )
 
 
 def issue_credential(house: Managers, name: str, by: str) -> IssuedCredentialOut:
@@ -113,23 +143,57 @@ def view(house: Managers) -> MeshView:
     seen = peers.mesh_view()
     return MeshView(
         peers=[_peer(peers, item["peer"]) for item in seen["peers"]],
-        learned=[LearnedOut(container_id=c.id, sender=c.sender, tier=c.local_tier, local_id=c.local_id, trust=c.trust,
-                            at=c.created_at) for c in seen["learned"]],
+        learned=[
+            LearnedOut(
+                container_id=c.id,
+                sender=c.sender,
+                tier=c.local_tier,
+                local_id=c.local_id,
+                trust=c.trust,
+                at=c.created_at,
+            )
+            for c in seen["learned"]
+        ],
         open_cases=[CaseOut(**asdict(t)) for t in seen["open_cases"]],
-        refused=[RefusedOut(sender=r.sender, reason=r.reason, container_id=r.container_id, detail=r.detail, at=r.at)
-                 for r in seen["refused"]],
+        refused=[
+            RefusedOut(sender=r.sender, reason=r.reason, container_id=r.container_id, detail=r.detail, at=r.at)
+            for r in seen["refused"]
+        ],
         refused_counts=seen["refused_counts"],
-        outbox=[OutboxOut(id=r.id, peer=r.peer_name, text=r.text, status=r.status, attempts=r.attempts,
-                          last_error=r.last_error, reply=r.reply, created_at=r.created_at, sent_at=r.sent_at)
-                for r in seen["outbox"]],
-        heard=[HeardOut(note_id=n.id, peer=note_author(n), text=n.text, read=n.read, at=n.created_at)
-               for n in seen["heard"]],
-        a2a_refused=[A2ARefusedOut(**{**r, "first_at": _aware(r["first_at"]), "last_at": _aware(r["last_at"])})
-                     for r in seen["a2a_refused"]],
-        discovered=[DiscoveredOut(did=d["did"], transport=str(d["transport"]), first_seen=str(d["first_seen"]),
-                                  last_seen=str(d["last_seen"]), trust=peers.trust(d["did"]),
-                                  suggested_name=d["name"])
-                    for d in peers.discovered()])
+        outbox=[
+            OutboxOut(
+                id=r.id,
+                peer=r.peer_name,
+                text=r.text,
+                status=r.status,
+                attempts=r.attempts,
+                last_error=r.last_error,
+                reply=r.reply,
+                created_at=r.created_at,
+                sent_at=r.sent_at,
+            )
+            for r in seen["outbox"]
+        ],
+        heard=[
+            HeardOut(note_id=n.id, peer=note_author(n), text=n.text, read=n.read, at=n.created_at)
+            for n in seen["heard"]
+        ],
+        a2a_refused=[
+            A2ARefusedOut(**{**r, "first_at": _aware(r["first_at"]), "last_at": _aware(r["last_at"])})
+            for r in seen["a2a_refused"]
+        ],
+        discovered=[
+            DiscoveredOut(
+                did=d["did"],
+                transport=str(d["transport"]),
+                first_seen=str(d["first_seen"]),
+                last_seen=str(d["last_seen"]),
+                trust=peers.trust(d["did"]),
+                suggested_name=d["name"],
+            )
+            for d in peers.discovered()
+        ],
+    )
 
 
 def recent_events(house: Managers, limit: int = 30) -> list[dict[str, Any]]:

@@ -7,14 +7,23 @@ from datetime import datetime
 from typing import Any, Literal
 
 from i18n import N_
-from managers import Managers
-from managers import ManagerFactory
+from managers import ManagerFactory, Managers
 from managers.audience import OWNER
 from managers.errors import NotFound
 from managers.people import PeopleError, RequestView
 from web.errors import NotFoundError, ServiceError
-from web.schemas.people import (ChannelState, ContactRequest, Forgotten, Group, GroupIn, PeopleOverview, Person,
-                                PersonIn, PersonUpdate, SetAside)
+from web.schemas.people import (
+    ChannelState,
+    ContactRequest,
+    Forgotten,
+    Group,
+    GroupIn,
+    PeopleOverview,
+    Person,
+    PersonIn,
+    PersonUpdate,
+    SetAside,
+)
 
 BY = "operator (web)"
 
@@ -28,14 +37,24 @@ HELD_SHOWN = 2000  # characters of each held text on the page
 
 def _request(view: RequestView) -> ContactRequest:
     r = view.request
-    return ContactRequest(id=r.id, channel=r.channel, address=r.address, sender_name=r.sender_name,
-                          warning=r.warning or "", status=r.status, messages=r.messages or 0,
-                          requested_at=r.created_at.isoformat() if r.created_at else None,
-                          claims=view.claims.name if view.claims else None,
-                          claims_role=view.claims.role if view.claims else None, unverified=view.unverified,
-                          lookalike=view.lookalike, dropped=view.dropped,
-                          held=[text[:HELD_SHOWN] for text in view.held], can_accept=view.can_accept,
-                          can_vouch=view.can_vouch)
+    return ContactRequest(
+        id=r.id,
+        channel=r.channel,
+        address=r.address,
+        sender_name=r.sender_name,
+        warning=r.warning or "",
+        status=r.status,
+        messages=r.messages or 0,
+        requested_at=r.created_at.isoformat() if r.created_at else None,
+        claims=view.claims.name if view.claims else None,
+        claims_role=view.claims.role if view.claims else None,
+        unverified=view.unverified,
+        lookalike=view.lookalike,
+        dropped=view.dropped,
+        held=[text[:HELD_SHOWN] for text in view.held],
+        can_accept=view.can_accept,
+        can_vouch=view.can_vouch,
+    )
 
 
 def overview(house: Managers, settings: Any = None) -> PeopleOverview:
@@ -45,11 +64,20 @@ def overview(house: Managers, settings: Any = None) -> PeopleOverview:
     return PeopleOverview(
         people=[Person(**v.as_dict()) for v in house.people.list()],
         contact_requests=[_request(view) for view in house.people.request_views(None)],
-        channels=channel_states(house, configured), dropped_messages=dropped, dropped_senders=senders,
-        set_aside=[SetAside(channel=row.channel, sender=row.sender, reason=row.reason,
-                            received_at=row.received_at.isoformat() if row.received_at else None)
-                   for row in aside],
-        set_aside_total=aside_total)
+        channels=channel_states(house, configured),
+        dropped_messages=dropped,
+        dropped_senders=senders,
+        set_aside=[
+            SetAside(
+                channel=row.channel,
+                sender=row.sender,
+                reason=row.reason,
+                received_at=row.received_at.isoformat() if row.received_at else None,
+            )
+            for row in aside
+        ],
+        set_aside_total=aside_total,
+    )
 
 
 def channel_states(house: Managers, configured: list[str]) -> list[ChannelState]:
@@ -66,8 +94,15 @@ def get(house: Managers, person_id: int) -> Person:
 def add(managers: ManagerFactory, body: PersonIn, settings: Any = None) -> Person:
     try:
         with managers.unit(OWNER) as house:
-            person = house.people.add(body.name, role=body.role, preferred_channel=body.preferred_channel,
-                                      language=body.language, quiet_hours=body.quiet_hours, about=body.about, by=BY)
+            person = house.people.add(
+                body.name,
+                role=body.role,
+                preferred_channel=body.preferred_channel,
+                language=body.language,
+                quiet_hours=body.quiet_hours,
+                about=body.about,
+                by=BY,
+            )
             if body.channel and body.address:
                 house.people.add_identity(person.id, body.channel, body.address)
             return _person(house, person)
@@ -90,8 +125,16 @@ def update(managers: ManagerFactory, person_id: int, body: PersonUpdate, setting
         raise ServiceError(str(exc), status=409) from None
 
 
-def decide(managers: ManagerFactory, request_id: int, *, accept: bool | Literal["vouch"], now: datetime, name: str | None = None,
-           role: str = "guest", settings: Any = None) -> ContactRequest:
+def decide(
+    managers: ManagerFactory,
+    request_id: int,
+    *,
+    accept: bool | Literal["vouch"],
+    now: datetime,
+    name: str | None = None,
+    role: str = "guest",
+    settings: Any = None,
+) -> ContactRequest:
     """Accept, refuse, or ("vouch") take in as the owner's own a request that claims the owner's address."""
     try:
         with managers.unit(OWNER) as house:
@@ -104,7 +147,9 @@ def decide(managers: ManagerFactory, request_id: int, *, accept: bool | Literal[
             [view] = [v for v in house.people.request_views(None) if v.request.id == request_id]
             return _request(view)
     except NotFound:
-        raise NotFoundError(N_("no contact request %(request_id)s"), request_id=request_id, field="request_id") from None
+        raise NotFoundError(
+            N_("no contact request %(request_id)s"), request_id=request_id, field="request_id"
+        ) from None
     except PeopleError as exc:
         raise ServiceError(str(exc), field="request_id", status=409) from None
 
@@ -119,10 +164,17 @@ def delete(managers: ManagerFactory, person_id: int, *, settings: Any, memory: A
             house.people.get(person_id)
             done = house.people.delete(person_id, by=BY)
             now = house.deps.clock()
-            house.consent.record(thread_id="main", tick=0, cmd_key=f"human:users.delete:{now.isoformat()}",
-                                 type="users.delete", effect="modify_self", decision="executed", actor="human",
-                                 reason=f"my human's own request (web): {done.notes} note(s), {done.memories} memories",
-                                 now=now)
+            house.consent.record(
+                thread_id="main",
+                tick=0,
+                cmd_key=f"human:users.delete:{now.isoformat()}",
+                type="users.delete",
+                effect="modify_self",
+                decision="executed",
+                actor="human",
+                reason=f"my human's own request (web): {done.notes} note(s), {done.memories} memories",
+                now=now,
+            )
     except NotFound:
         raise NotFoundError(N_("no person %(person_id)s"), person_id=person_id, field="person_id") from None
     except PeopleError as exc:
@@ -130,13 +182,21 @@ def delete(managers: ManagerFactory, person_id: int, *, settings: Any, memory: A
     anonymised = done.anonymised
     if anonymised is not None and anonymised.change is not None:
         finish_at(anonymised.change, db=managers.db, data_dir=settings.data_dir, memory=memory)
-    return Forgotten(name=done.name, notes=done.notes, memories=done.memories, directory=done.directory,
-                     sources=done.sources, placeholders=anonymised.placeholders() if anonymised is not None else [])
+    return Forgotten(
+        name=done.name,
+        notes=done.notes,
+        memories=done.memories,
+        directory=done.directory,
+        sources=done.sources,
+        placeholders=anonymised.placeholders() if anonymised is not None else [],
+    )
 
 
 def groups(house: Managers) -> list[Group]:
-    return [Group(name=g.name, description=g.description or "", members=[p.name for p in members])
-            for g, members in house.people.groups()]
+    return [
+        Group(name=g.name, description=g.description or "", members=[p.name for p in members])
+        for g, members in house.people.groups()
+    ]
 
 
 def _group_change(managers: ManagerFactory, action: Any, *, status: int = 409) -> list[Group]:
@@ -159,4 +219,6 @@ def delete_group(managers: ManagerFactory, name: str) -> list[Group]:
 
 
 def membership(managers: ManagerFactory, name: str, person_id: int, *, member: bool) -> list[Group]:
-    return _group_change(managers, lambda people: people.join(person_id, name) if member else people.leave(person_id, name))
+    return _group_change(
+        managers, lambda people: people.join(person_id, name) if member else people.leave(person_id, name)
+    )

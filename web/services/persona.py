@@ -52,9 +52,17 @@ CARD_LIMIT = 10 * 1024 * 1024
 ARCHIVE_LIMIT = 200 * 1024 * 1024
 UNPACKED_LIMIT = 4 * ARCHIVE_LIMIT
 CARD_TYPES = ("image/png", "application/json", "text/json")
-ARCHIVE_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar", "application/zip",
-                 "application/x-zip-compressed", "application/x-compressed-tar")
+ARCHIVE_TYPES = (
+    "application/gzip",
+    "application/x-gzip",
+    "application/x-tar",
+    "application/zip",
+    "application/x-zip-compressed",
+    "application/x-compressed-tar",
+)
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+
+
 def personas_root() -> Path:
     """Where new personas go (cards, archives): `personas/` as for `run.py persona new`, or the `personas_root`
     setting (ANIMA_PERSONAS_ROOT)."""
@@ -62,6 +70,7 @@ def personas_root() -> Path:
 
 
 # -- where, and whether it may be edited ----------------------------------------------------------------------
+
 
 def directory(services: WebServices) -> Path:
     return services.persona().directory
@@ -88,9 +97,12 @@ def _writable(services: WebServices, house: Managers) -> Path:
     if editable(path):
         return path
     if _named_by_the_run(services):
-        raise ServiceError("this run names the shipped default persona (--persona): it is not edited in place; make "
-                           "one of your own (import a character card or an archive here, or `run.py persona new NAME`)",
-                           field="persona", status=409)
+        raise ServiceError(
+            "this run names the shipped default persona (--persona): it is not edited in place; make "
+            "one of your own (import a character card or an archive here, or `run.py persona new NAME`)",
+            field="persona",
+            status=409,
+        )
     own = Path(services.settings().data_dir).expanduser().resolve() / "persona"
     if not own.exists():
         shutil.copytree(path, own)
@@ -127,20 +139,27 @@ def _read(path: Path) -> str:
 
 # -- overview and files ------------------------------------------------------------------------------------
 
+
 def overview(services: WebServices, house: Managers) -> PersonaOverview:
     persona = services.persona()
-    return PersonaOverview(name=persona.display_name, directory=str(persona.directory),
-                           editable=editable(persona.directory),
-                           files=[_file(persona.directory, name) for name in FILES],
-                           truncated=list(persona.truncated),
-                           skills=[s.name for s in persona.skills], seeds=[s.name for s in seeds(services).items],
-                           edits=[Edit(**e) for e in house.persona.edits(20)])
+    return PersonaOverview(
+        name=persona.display_name,
+        directory=str(persona.directory),
+        editable=editable(persona.directory),
+        files=[_file(persona.directory, name) for name in FILES],
+        truncated=list(persona.truncated),
+        skills=[s.name for s in persona.skills],
+        seeds=[s.name for s in seeds(services).items],
+        edits=[Edit(**e) for e in house.persona.edits(20)],
+    )
 
 
 def _file_name(name: str) -> str:
     if name not in FILES:
-        raise NotFoundError(f"{name!r} is not a persona file (one of {', '.join(FILES)}; config.yaml at "
-                            "/api/persona/config)", field="name")
+        raise NotFoundError(
+            f"{name!r} is not a persona file (one of {', '.join(FILES)}; config.yaml at /api/persona/config)",
+            field="name",
+        )
     return name
 
 
@@ -158,13 +177,20 @@ def write_file(services: WebServices, house: Managers, name: str, text: str, now
     root = directory(services)  # checked here; the shipped default is adopted only for an edit that passes
     _file_name(name)
     if len(text) > FILE_CAP:
-        raise ServiceError(f"{name} may hold at most {FILE_CAP} characters (the loader cuts the rest); this has "
-                           f"{len(text)}", field="text", status=422)
+        raise ServiceError(
+            f"{name} may hold at most {FILE_CAP} characters (the loader cuts the rest); this has {len(text)}",
+            field="text",
+            status=422,
+        )
     if name in BOOTSTRAP_ORDER:
         others = sum(min(len(_read(root / n)), FILE_CAP) for n in BOOTSTRAP_ORDER if n != name)
         if others + len(text) > TOTAL_CAP:
-            raise ServiceError(f"the bootstrap files may hold {TOTAL_CAP} characters together; with this {name} "
-                               f"they would hold {others + len(text)}", field="text", status=422)
+            raise ServiceError(
+                f"the bootstrap files may hold {TOTAL_CAP} characters together; with this {name} "
+                f"they would hold {others + len(text)}",
+                field="text",
+                status=422,
+            )
     if name == "ethics.yaml":
         with tempfile.TemporaryDirectory() as scratch:
             (Path(scratch) / name).write_text(text, encoding="utf-8")
@@ -181,6 +207,7 @@ def write_file(services: WebServices, house: Managers, name: str, text: str, now
 
 # -- config.yaml --------------------------------------------------------------------------------------------
 
+
 def read_config(services: WebServices) -> ConfigFile:
     return ConfigFile(text=_read(directory(services) / "config.yaml"), name=services.persona().display_name)
 
@@ -190,14 +217,21 @@ def check_config(services: WebServices, house: Managers, root: Path, text: str) 
     path = root / "config.yaml"
     try:
         lined = parse_lined_yaml(text, str(path), empty_ok=True)
-        settings = load_settings(root, config=lined, self_changes=house.persona.self_changes(),
-                                 overrides=services.overrides.replace(persona_dir=None))
+        settings = load_settings(
+            root,
+            config=lined,
+            self_changes=house.persona.self_changes(),
+            overrides=services.overrides.replace(persona_dir=None),
+        )
     except (YamlError, SettingsError) as exc:
         raise ServiceError(str(exc), field="text", status=422) from None
     unknown = unknown_commands(settings.consent.auto_approve)
     if unknown:  # as graph/services.check_consent_policy, with this text's line
-        raise ServiceError(f"{lined.where(('consent', 'auto_approve'))}: no such command "
-                           f"{', '.join(map(repr, unknown))}", field="text", status=422)
+        raise ServiceError(
+            f"{lined.where(('consent', 'auto_approve'))}: no such command {', '.join(map(repr, unknown))}",
+            field="text",
+            status=422,
+        )
 
 
 def write_config(services: WebServices, house: Managers, text: str, now: datetime) -> ConfigFile:
@@ -211,10 +245,15 @@ def write_config(services: WebServices, house: Managers, text: str, now: datetim
 
 # -- seeds ----------------------------------------------------------------------------------------------------
 
+
 def _seed_path(root: Path, name: str) -> Path:
     if not re.fullmatch(SEED_NAME, name):
-        raise ServiceError(N_("%(name)r is not a seed name (letters, digits, - and _; at most 64)"), name=name, field="name",
-                           status=422)
+        raise ServiceError(
+            N_("%(name)r is not a seed name (letters, digits, - and _; at most 64)"),
+            name=name,
+            field="name",
+            status=422,
+        )
     return root / "seeds" / f"{name}.txt"
 
 
@@ -259,10 +298,17 @@ def apply_seed(services: WebServices, house: Managers, name: str, now: datetime)
 
 # -- skills -----------------------------------------------------------------------------------------------------
 
+
 def _skill(root: Path, skill) -> Skill:
     own = skill.path.resolve().is_relative_to((root / "skills").resolve())
-    return Skill(name=skill.name, description=skill.description, invocation=skill.invocation,
-                 directory=skill.path.parent.name, own=own, text=_read(skill.path))
+    return Skill(
+        name=skill.name,
+        description=skill.description,
+        invocation=skill.invocation,
+        directory=skill.path.parent.name,
+        own=own,
+        text=_read(skill.path),
+    )
 
 
 def skills(services: WebServices) -> list[Skill]:
@@ -273,8 +319,12 @@ def skills(services: WebServices) -> list[Skill]:
 def write_skill(services: WebServices, house: Managers, name: str, text: str, now: datetime) -> Skill:
     """Edit a skill's SKILL.md (a shipped skill becomes the persona's own, overriding it), or add a new one."""
     if not re.fullmatch(SEED_NAME, name):
-        raise ServiceError(N_("%(name)r is not a skill name (letters, digits, - and _; at most 64)"), name=name, field="name",
-                           status=422)
+        raise ServiceError(
+            N_("%(name)r is not a skill name (letters, digits, - and _; at most 64)"),
+            name=name,
+            field="name",
+            status=422,
+        )
     if len(text) > MAX_SKILL_CHARS:
         raise ServiceError(f"a skill may hold at most {MAX_SKILL_CHARS} characters", field="text", status=422)
     current = next((s for s in services.persona().skills if s.name == name), None)
@@ -285,8 +335,9 @@ def write_skill(services: WebServices, house: Managers, name: str, text: str, no
         try:
             parsed = parse_skill(trial)
         except SkillError as exc:
-            raise ServiceError(str(exc).replace(str(trial), f"skills/{folder}/SKILL.md"), field="text",
-                               status=422) from None
+            raise ServiceError(
+                str(exc).replace(str(trial), f"skills/{folder}/SKILL.md"), field="text", status=422
+            ) from None
     if parsed.name != name:
         raise ServiceError(f"the frontmatter names the skill {parsed.name!r}, not {name!r}", field="text", status=422)
     root = _writable(services, house)
@@ -301,22 +352,33 @@ def write_skill(services: WebServices, house: Managers, name: str, text: str, no
 
 # -- export, import, character cards ---------------------------------------------------------------------------
 
+
 def export_archive(services: WebServices, now: datetime) -> tuple[Path, str]:
     """(a temporary tar.gz the caller streams and deletes, its download name)."""
     settings = services.settings()
     if services.db.is_postgres:
-        raise ServiceError("the database is PostgreSQL: export it with pg_dump (the archive holds a SQLite file)",
-                           field="format", status=409)
+        raise ServiceError(
+            "the database is PostgreSQL: export it with pg_dump (the archive holds a SQLite file)",
+            field="format",
+            status=409,
+        )
     persona = services.persona()
     database = Path(services.db.engine.url.database or "")
     fd, temporary = tempfile.mkstemp(prefix="anima-persona-", suffix=".tar.gz")
     os.close(fd)
     name = slug(persona.display_name)
     try:
-        write_archive(temporary, persona_dir=persona.directory, database=database if database.name else None,
-                      chroma_dir=Path(settings.data_dir).expanduser() / "chroma",
-                      manifest={"name": persona.display_name, "exported_at": now.isoformat(),
-                                "persona_dir": persona.directory.name})
+        write_archive(
+            temporary,
+            persona_dir=persona.directory,
+            database=database if database.name else None,
+            chroma_dir=Path(settings.data_dir).expanduser() / "chroma",
+            manifest={
+                "name": persona.display_name,
+                "exported_at": now.isoformat(),
+                "persona_dir": persona.directory.name,
+            },
+        )
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
@@ -351,15 +413,21 @@ def import_archive(upload: Upload, root: Path) -> Created:
             Database.open(staging / "data").close()
     except (PersonaError, DatabaseOpenError, SchemaError) as exc:
         shutil.rmtree(scratch, ignore_errors=True)
-        raise ServiceError(N_("the archive's persona cannot be used: %(exc)s"), exc=exc, field="file", status=422) from None
+        raise ServiceError(
+            N_("the archive's persona cannot be used: %(exc)s"), exc=exc, field="file", status=422
+        ) from None
     name = str(manifest.get("name") or persona.display_name)
     target = free_directory(root, slug(name))
     os.replace(staging, target)
     shutil.rmtree(scratch, ignore_errors=True)
     (target / "data").mkdir(exist_ok=True)
-    return Created(name=name, persona_dir=str(target / "persona"), data_dir=str(target / "data"),
-                   files=sorted(load_persona(target / "persona").files),
-                   command=f"python run.py --persona {target / 'persona'} --data-dir {target / 'data'}")
+    return Created(
+        name=name,
+        persona_dir=str(target / "persona"),
+        data_dir=str(target / "data"),
+        files=sorted(load_persona(target / "persona").files),
+        command=f"python run.py --persona {target / 'persona'} --data-dir {target / 'data'}",
+    )
 
 
 def _card_name(raw: str) -> str:
@@ -386,14 +454,21 @@ def import_card(services: WebServices, upload: Upload, root: Path) -> Created:
         for file, text in card_files(card, name, user).items():
             _write(target / file, text[:FILE_CAP])
         config = (target / "config.yaml").read_text(encoding="utf-8")
-        _write(target / "config.yaml", re.sub(r"(?m)^name:.*$", lambda _: f"name: {_yaml_string(name)}", config,
-                                              count=1))
+        _write(
+            target / "config.yaml", re.sub(r"(?m)^name:.*$", lambda _: f"name: {_yaml_string(name)}", config, count=1)
+        )
         persona = load_persona(target)
     except (PersonaError, OSError) as exc:
         shutil.rmtree(target, ignore_errors=True)
-        raise ServiceError(N_("the card could not become a persona: %(exc)s"), exc=exc, field="file", status=422) from None
-    return Created(name=persona.display_name, persona_dir=str(target), files=sorted(persona.files),
-                   command=f"python run.py --persona {target}")
+        raise ServiceError(
+            N_("the card could not become a persona: %(exc)s"), exc=exc, field="file", status=422
+        ) from None
+    return Created(
+        name=persona.display_name,
+        persona_dir=str(target),
+        files=sorted(persona.files),
+        command=f"python run.py --persona {target}",
+    )
 
 
 def _yaml_string(text: str) -> str:

@@ -12,8 +12,12 @@ from web.schemas.personas import PersonaEntry, PersonaList
 
 def _deployment(services) -> DeploymentServices:
     if not isinstance(services, DeploymentServices):
-        raise ServiceError("this app serves one persona (a data dir): a deployment of many is served by "
-                           "`run.py serve --db postgresql://…`", field="persona", status=404)
+        raise ServiceError(
+            "this app serves one persona (a data dir): a deployment of many is served by "
+            "`run.py serve --db postgresql://…`",
+            field="persona",
+            status=404,
+        )
     return services
 
 

@@ -13,8 +13,7 @@ from pydantic import ValidationError
 
 from graph.reports import session_row
 from i18n import N_
-from managers import Managers
-from managers import ManagerFactory
+from managers import ManagerFactory, Managers
 from managers.audience import OWNER
 from managers.sessions import trace_csv, trace_jsonl
 from memory.models import Session as SessionRow
@@ -41,8 +40,9 @@ def detail(house: Managers, session_id: int) -> SessionDetail:
     row = _row(house, session_id)
     revived = house.sessions.revived_as(session_id)
     thoughts = [r.get("content", "") for r in (row.context or {}).get("responses", [])]
-    return SessionDetail(**session_row(row), goal_state=row.goal_state or {}, last_thoughts=thoughts[-5:],
-                         revived_as=revived)
+    return SessionDetail(
+        **session_row(row), goal_state=row.goal_state or {}, last_thoughts=thoughts[-5:], revived_as=revived
+    )
 
 
 def export(house: Managers, session_id: int, fmt: str) -> tuple[bytes, str, str]:
@@ -55,14 +55,21 @@ def export(house: Managers, session_id: int, fmt: str) -> tuple[bytes, str, str]
         return trace_csv(data).encode("utf-8"), f"session-{session_id}.csv", "text/csv; charset=utf-8"
     if fmt == "jsonl":
         return trace_jsonl(data).encode("utf-8"), f"session-{session_id}.jsonl", "application/x-ndjson"
-    return (json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8"), f"session-{session_id}.json",
-            "application/json")
+    return (
+        json.dumps(data, indent=2, ensure_ascii=False).encode("utf-8"),
+        f"session-{session_id}.json",
+        "application/json",
+    )
 
 
 def _revived(house: Managers, session_id: int, thread_id: str) -> Revived:
     playbook = _row(house, session_id).playbook or "repl"
-    return Revived(session_id=session_id, thread_id=thread_id, playbook=playbook,
-                   command=f"python run.py --playbook {playbook} --thread {thread_id}")
+    return Revived(
+        session_id=session_id,
+        thread_id=thread_id,
+        playbook=playbook,
+        command=f"python run.py --playbook {playbook} --thread {thread_id}",
+    )
 
 
 def revive(house: Managers, session_id: int, now: datetime) -> Revived:

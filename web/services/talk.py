@@ -7,8 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from managers import Managers
-from managers.conversation import Words
-from managers.conversation import Turn
+from managers.conversation import Turn, Words
 from managers.errors import NotFound, Refused
 from managers.speech import AUDIO_TYPES, VOICE_TAG, SpeechManager
 from memory.clock import as_utc, utcnow
@@ -25,16 +24,34 @@ def _item(turn: Turn, offers: list[tuple[datetime, datetime, dict]], *, speakabl
     at = as_utc(turn.at)
     offer = None if human else next((o for start, end, o in offers if start <= at <= end), None)
     role = turn.role if turn.role in ("owner", "trusted", "guest", "peer") else None
-    return ConversationItem(id=turn.note_id, who="human" if human else "persona", text=turn.text, at=at,
-                            read=turn.read, unprompted=offer is not None, drive=offer and offer.get("drive"),
-                            drive_level=offer and offer.get("level"), llm_id=turn.llm_id,
-                            spoken=human and VOICE_TAG in turn.tags, speakable=speakable and not human,
-                            person=turn.thread, name=turn.name or None, role=role,
-                            door=turn.door.value if turn.door is not None else None)
+    return ConversationItem(
+        id=turn.note_id,
+        who="human" if human else "persona",
+        text=turn.text,
+        at=at,
+        read=turn.read,
+        unprompted=offer is not None,
+        drive=offer and offer.get("drive"),
+        drive_level=offer and offer.get("level"),
+        llm_id=turn.llm_id,
+        spoken=human and VOICE_TAG in turn.tags,
+        speakable=speakable and not human,
+        person=turn.thread,
+        name=turn.name or None,
+        role=role,
+        door=turn.door.value if turn.door is not None else None,
+    )
 
 
-def conversation(house: Managers, persona_name: str, *, limit: int = 50, after_id: int | None = None,
-                 speech: str = "off", person: str | None = None) -> Conversation:
+def conversation(
+    house: Managers,
+    persona_name: str,
+    *,
+    limit: int = 50,
+    after_id: int | None = None,
+    speech: str = "off",
+    person: str | None = None,
+) -> Conversation:
     """One thread (`person`: a person's id, or `peer:<name>`) or every one, oldest first. `speech`: the
     answer_in_speech setting; a persona's message is offered as audio when it is `always`, or `when_spoken_to` and the
     human's last note before it was a voice message."""
@@ -57,9 +74,19 @@ def threads(house: Managers) -> Threads:
     """Every conversation (a person's by every door, a peer's), the most recent first, and what waits for the
     owner."""
     talk = house.conversation
-    listed = [ThreadOut(person=t.key, name=t.name, role=t.role if t.role in ("owner", "trusted", "guest") else "peer",
-                        door=t.door.value if t.door is not None else None, last_text=t.last_text[:200],
-                        last_at=t.last_at, unread=t.unread, turns=t.turns) for t in talk.threads()]
+    listed = [
+        ThreadOut(
+            person=t.key,
+            name=t.name,
+            role=t.role if t.role in ("owner", "trusted", "guest") else "peer",
+            door=t.door.value if t.door is not None else None,
+            last_text=t.last_text[:200],
+            last_at=t.last_at,
+            unread=t.unread,
+            turns=t.turns,
+        )
+        for t in talk.threads()
+    ]
     return Threads(threads=listed, waiting=talk.waiting_for_owner())
 
 
@@ -70,8 +97,9 @@ def thread_named(house: Managers, person: str) -> ThreadOut:
     except NotFound as missing:
         raise ServiceError(str(missing), field="person", status=404) from None
     role = audience.role.value if audience.role.value in ("owner", "trusted", "guest", "peer") else "owner"
-    return ThreadOut(person=person, name=audience.name, role=role, door=None, last_text="",
-                     last_at=utcnow(), unread=0, turns=0)
+    return ThreadOut(
+        person=person, name=audience.name, role=role, door=None, last_text="", last_at=utcnow(), unread=0, turns=0
+    )
 
 
 def waiting_for_owner(house: Managers) -> dict[str, int]:
@@ -85,8 +113,9 @@ def owner_thread(house: Managers) -> str:
 def post_note(house: Managers, note: NoteIn, now: datetime, door: Door = Door.API) -> ConversationItem:
     """The owner's note by the web page, the API or an MCP client (the owner's own doors), the one way in."""
     try:
-        heard = house.conversation.hear(Words(note.text, door=door, priority=note.priority,
-                                                        tags=list(note.tags), at=now))
+        heard = house.conversation.hear(
+            Words(note.text, door=door, priority=note.priority, tags=list(note.tags), at=now)
+        )
     except Refused as refused:
         raise ServiceError(str(refused), field="text", status=422) from None
     return _owners_item(house, heard.note_id)
@@ -116,13 +145,18 @@ def post_voice(services: WebServices, house: Managers, upload: Upload, language_
     """A voice message as a note from the human: transcribed, the audio kept, the transcript the note's text."""
     try:
         note, transcript = _speech(services, house).note_from_speech(
-            upload.read(), upload.content_type or "audio/webm", language_hint=language_hint, now=services.clock())
+            upload.read(), upload.content_type or "audio/webm", language_hint=language_hint, now=services.clock()
+        )
     except SpeechUnavailable as missing:
         raise ServiceError(str(missing), status=503) from None
     except Refused as refused:
         raise ServiceError(str(refused), field="file", status=422) from None
-    return VoiceNoteOut(note=_owners_item(house, note.id), transcript=transcript.text, language=transcript.language,
-                        seconds=transcript.seconds)
+    return VoiceNoteOut(
+        note=_owners_item(house, note.id),
+        transcript=transcript.text,
+        language=transcript.language,
+        seconds=transcript.seconds,
+    )
 
 
 def reply_audio(services: WebServices, house: Managers, note_id: int) -> bytes:

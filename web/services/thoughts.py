@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from datetime import datetime
 from typing import Any
 
 from i18n import N_
@@ -36,13 +35,18 @@ def emotion_ratings(emotions: list[Any]) -> list[EmotionRating]:
     for item in emotions or []:
         if isinstance(item, dict) and item.get("emotion"):
             name, strength, reason = str(item["emotion"]), item.get("strength") or 3, str(item.get("reason") or "")
-        elif (match := EMOTION_TEXT.match(str(item))):
+        elif match := EMOTION_TEXT.match(str(item)):
             name, strength, reason = match.group(1), int(match.group(2)), match.group(3) or ""
         else:
             continue
         try:
-            ratings.append(EmotionRating(emotion=name.strip().lower()[:40], strength=min(5, max(1, int(strength))),
-                                         reason=reason.strip()[:200]))
+            ratings.append(
+                EmotionRating(
+                    emotion=name.strip().lower()[:40],
+                    strength=min(5, max(1, int(strength))),
+                    reason=reason.strip()[:200],
+                )
+            )
         except (TypeError, ValueError):
             continue
     return ratings
@@ -90,9 +94,13 @@ def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCa
     reflexes = ReflexVerdicts(
         emotions=emotion_ratings(message.emotions if message else summary.get("emotions") or []),
         novelty_score=novelty if novelty is not None else summary.get("novelty"),
-        stagnation_flag=bool(metric.stagnation_flag if metric is not None else
-                             (message.stagnation_flag if message else summary.get("stagnation"))),
-        stagnation_reason=(metric.reason if metric is not None else None) or (message.stagnation_reason if message else None),
+        stagnation_flag=bool(
+            metric.stagnation_flag
+            if metric is not None
+            else (message.stagnation_flag if message else summary.get("stagnation"))
+        ),
+        stagnation_reason=(metric.reason if metric is not None else None)
+        or (message.stagnation_reason if message else None),
         streak=metric.streak if metric is not None else None,
         mechanisms=list(metric.mechanisms or []) if metric is not None else [],
         rating=message.rating if message else summary.get("rating"),
@@ -101,20 +109,45 @@ def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCa
     )
     context = summary.get("context") or {}
     return TickCard(
-        id=row.id, thread=row.thread_id, tick=row.tick, status=row.status, mode=row.mode, started_at=started,
-        finished_at=finished, duration_s=round((finished - started).total_seconds(), 3) if finished and started else None,
+        id=row.id,
+        thread=row.thread_id,
+        tick=row.tick,
+        status=row.status,
+        mode=row.mode,
+        started_at=started,
+        finished_at=finished,
+        duration_s=round((finished - started).total_seconds(), 3) if finished and started else None,
         llm_id=(message.llm_id if message else None) or answered_by,
-        thought=message.content if message else None, thought_kind=message.kind if message else None,
-        commands=[CommandOutcome(cmd_id=c.cmd_id, type=c.type, args=dict(c.args or {}), status=c.status,
-                                 result=c.result or "", ran=c.status in RAN) for c in commands],
+        thought=message.content if message else None,
+        thought_kind=message.kind if message else None,
+        commands=[
+            CommandOutcome(
+                cmd_id=c.cmd_id,
+                type=c.type,
+                args=dict(c.args or {}),
+                status=c.status,
+                result=c.result or "",
+                ran=c.status in RAN,
+            )
+            for c in commands
+        ],
         parse_errors=[str(e) for e in summary.get("parse_errors") or []],
-        failovers=[FailedCall(llm_id=c.llm_id, purpose=c.purpose, error=c.error, at=as_utc(c.created_at))
-                   for c in calls if not c.ok],
+        failovers=[
+            FailedCall(llm_id=c.llm_id, purpose=c.purpose, error=c.error, at=as_utc(c.created_at))
+            for c in calls
+            if not c.ok
+        ],
         reflexes=reflexes,
-        tokens=TickTokens(prompt=row.prompt_tokens or 0, completion=row.completion_tokens or 0,
-                          llm_calls=row.llm_calls or 0, llm_ms=round(row.llm_ms or 0.0, 1)),
+        tokens=TickTokens(
+            prompt=row.prompt_tokens or 0,
+            completion=row.completion_tokens or 0,
+            llm_calls=row.llm_calls or 0,
+            llm_ms=round(row.llm_ms or 0.0, 1),
+        ),
         dropped=[str(d) for d in context.get("dropped") or []],
-        error=summary.get("error"), failed_step=summary.get("step"), quarantined=_quarantined(summary),
+        error=summary.get("error"),
+        failed_step=summary.get("step"),
+        quarantined=_quarantined(summary),
         attempts=int(summary.get("attempts") or 1),
     )
 
@@ -129,7 +162,9 @@ def tick_page(house: Managers, *, limit: int = 20, before: int | None = None, th
 def tick_card(house: Managers, thread_id: str, tick: int) -> TickCard:
     row = house.journal.tick(thread_id, tick)
     if row is None:
-        raise NotFoundError(N_("no tick %(tick)s in thread %(thread_id)r"), tick=tick, thread_id=thread_id, field="tick")
+        raise NotFoundError(
+            N_("no tick %(tick)s in thread %(thread_id)r"), tick=tick, thread_id=thread_id, field="tick"
+        )
     return _cards(house, [row])[0]
 
 
@@ -156,11 +191,24 @@ def thread_tree(house: Managers) -> ThreadTree:
         t = share.thread
         window = _window(house, t.id)
         nodes[t.id] = ThreadNode(
-            id=t.id, parent_id=t.parent_id, label=t.label or "", status=t.status, origin=t.origin,
-            playbook=t.playbook or "", depth=t.depth, tick=t.tick, window_ratio=t.window_ratio or 1.0,
-            effective_ratio=round(share.effective_ratio, 4), window_tokens=window.get("window_tokens"),
-            budget_tokens=window.get("budget_tokens"), messages=share.messages, chronicle=t.chronicle,
-            error=t.error, created_at=as_utc(t.created_at), completed_at=as_utc(t.completed_at))
+            id=t.id,
+            parent_id=t.parent_id,
+            label=t.label or "",
+            status=t.status,
+            origin=t.origin,
+            playbook=t.playbook or "",
+            depth=t.depth,
+            tick=t.tick,
+            window_ratio=t.window_ratio or 1.0,
+            effective_ratio=round(share.effective_ratio, 4),
+            window_tokens=window.get("window_tokens"),
+            budget_tokens=window.get("budget_tokens"),
+            messages=share.messages,
+            chronicle=t.chronicle,
+            error=t.error,
+            created_at=as_utc(t.created_at),
+            completed_at=as_utc(t.completed_at),
+        )
     roots: list[ThreadNode] = []
     for t in threads:
         parent = nodes.get(t.parent_id) if t.parent_id else None

@@ -30,20 +30,20 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import i18n
 from managers import Managers
 from managers.loop import context_mode
 from managers.owners import process_token
-from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused
 from managers.strategies import MECHANISMS, THINKING_METHODS
-from memory import Repos
+from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused
+from memory import Repos, provenance
 from memory.note_kinds import Door
 from memory.repositories.stagnation import EscalationFacts
 from memory.text import emotion_strengths
-from memory import provenance
 from nodes.context import CYCLE, Services
 from nodes.reflexes.prompts import (
     ASK_HUMAN_TEXT,
@@ -78,16 +78,23 @@ def _came_from(episode: StagnationEpisode, source: provenance.Source | None) -> 
 log = logging.getLogger(__name__)
 
 INTEREST_RECENT = 30  # recent thoughts a "forgotten" topic must not appear in
-DIAGNOSIS_CLASS = {"no_new_data": "external", "monotone_context": "context", "repeated_thoughts": "internal",
-                   "overload": "radical"}
+DIAGNOSIS_CLASS = {
+    "no_new_data": "external",
+    "monotone_context": "context",
+    "repeated_thoughts": "internal",
+    "overload": "radical",
+}
 FATIGUE = {"fatigue", "tiredness", "exhaustion", "overwhelm", "apathy"}  # strong (≥ 4): overload
 NO_DATA_TICKS = 5  # no note from outside during this many ticks: "no new data"
 SIMULATION = "simulation"  # the origin of a thread the escalation moved a task into
 FLASHBACK_TIERS = ("diary", "message", "concept", "llm_memory", "episode", "insight", "abstract")
 
 
-def plan(diagnosis: str, strategies: list[tuple[str, str, int, int, int]] | None = None,
-         ratings: dict[str, float] | None = None) -> list[str]:
+def plan(
+    diagnosis: str,
+    strategies: list[tuple[str, str, int, int, int]] | None = None,
+    ratings: dict[str, float] | None = None,
+) -> list[str]:
     """The diagnosis's own class first, then the others; within them cheapest first, then the persona's own rating
     (`ratings.add {"subject": "strategy:<name>"}`, −5..+5), then the one that helped most often (uses and
     successes as (helped + 1) / (uses + 2)); the pause comes last unless the diagnosis is overload. `strategies`:
@@ -95,8 +102,10 @@ def plan(diagnosis: str, strategies: list[tuple[str, str, int, int, int]] | None
     own = DIAGNOSIS_CLASS[diagnosis]
     rows = strategies if strategies is not None else [(n, c, cost, 0, 0) for n, (c, cost) in MECHANISMS.items()]
     rated = ratings or {}
-    order = [r[0] for r in sorted(rows, key=lambda r: (r[1] != own, r[2], -rated.get(r[0], 0.0),
-                                                       -(r[4] + 1) / (r[3] + 2), r[0]))]
+    order = [
+        r[0]
+        for r in sorted(rows, key=lambda r: (r[1] != own, r[2], -rated.get(r[0], 0.0), -(r[4] + 1) / (r[3] + 2), r[0]))
+    ]
     if own != "radical" and "pause" in order:
         order.remove("pause")
         order.append("pause")
@@ -129,8 +138,9 @@ class Escalation:
     _forgotten: tuple[str, int] | None  # set once asked (None is an answer: every topic is recent)
     _read_facts: EscalationFacts | None = None
 
-    def __init__(self, services: Services, repos: Repos, state: TickState, thought: str,
-                 emit: Callable[[dict[str, Any]], None]):
+    def __init__(
+        self, services: Services, repos: Repos, state: TickState, thought: str, emit: Callable[[dict[str, Any]], None]
+    ):
         self.services, self.repos, self.state, self.thought, self.emit = services, repos, state, thought, emit
 
     def applicable(self, mechanism: str, episode: StagnationEpisode) -> bool:
@@ -154,8 +164,9 @@ class Escalation:
         if mechanism == "ask_mesh":
             return bool(self._mesh_peers()[0]) or bool(episode.get("mesh_asked"))
         if mechanism == "simulate":
-            return bool(episode.get("simulation")) or (self._thread_origin() != SIMULATION
-                                                       and self._task_to_move() is not None)
+            return bool(episode.get("simulation")) or (
+                self._thread_origin() != SIMULATION and self._task_to_move() is not None
+            )
         return True
 
     def _facts(self) -> EscalationFacts:
@@ -175,22 +186,33 @@ class Escalation:
         chosen: list[str] = []
         wanted_mesh = False  # ask_mesh came up but had no peer: said so, and the next mechanism took its place
         # the order is fixed for the episode (the record of this episode must not reorder it mid-way)
-        order = [m for m in episode.get("plan") or [] if m in rows] or \
-            plan(diagnosis, [(r.name, r.mechanism_class, r.cost, r.uses, r.helped) for r in rows.values()],
-                 self.repos.records.scores("strategy:"))
+        order = [m for m in episode.get("plan") or [] if m in rows] or plan(
+            diagnosis,
+            [(r.name, r.mechanism_class, r.cost, r.uses, r.helped) for r in rows.values()],
+            self.repos.records.scores("strategy:"),
+        )
         for mechanism in order:
             if len(chosen) >= level:
                 break
-            if (mechanism not in MECHANISMS and rows[mechanism].instruction) or \
-                    (mechanism in MECHANISMS and self.applicable(mechanism, episode)):
+            if (mechanism not in MECHANISMS and rows[mechanism].instruction) or (
+                mechanism in MECHANISMS and self.applicable(mechanism, episode)
+            ):
                 chosen.append(mechanism)
             elif mechanism == "ask_mesh":
                 wanted_mesh = True
         before = set(episode.get("mechanisms") or [])
         added = [m for m in chosen if m not in before]
-        episode = {**episode, "diagnosis": diagnosis, "mechanisms": chosen, "stimulus": [], "stimulus_sources": [],
-                   "instruction": "",
-                   "recalled_before": recalled, "plan": order, "added": added}
+        episode = {
+            **episode,
+            "diagnosis": diagnosis,
+            "mechanisms": chosen,
+            "stimulus": [],
+            "stimulus_sources": [],
+            "instruction": "",
+            "recalled_before": recalled,
+            "plan": order,
+            "added": added,
+        }
         for mechanism in chosen:
             if mechanism in MECHANISMS:
                 getattr(self, mechanism)(episode)
@@ -201,9 +223,13 @@ class Escalation:
             episode["mesh_unavailable"] = reason
             episode["stimulus"].append(self._t(MESH_NONE_LINE).format(reason=reason))
         self.repos.strategies.record(added, used=True)
-        self.repos.processes.note("anti_stagnation", f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
-                                  f"applying {', '.join(chosen) or 'nothing applicable'}", status="close",
-                                  thread_id=self.state.thread_id)
+        self.repos.processes.note(
+            "anti_stagnation",
+            f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
+            f"applying {', '.join(chosen) or 'nothing applicable'}",
+            status="close",
+            thread_id=self.state.thread_id,
+        )
         return episode
 
     def _distant(self, items: list[Any]) -> Any:
@@ -221,8 +247,9 @@ class Escalation:
 
     def flashback(self, episode: StagnationEpisode) -> None:
         recent = {m.content for m in self._recent_thoughts(20)}
-        items = [i for i in self.repos.items.sample_lines(FLASHBACK_TIERS, 40) if i.text not in recent] or \
-            self.repos.items.sample_lines(FLASHBACK_TIERS, 40)
+        items = [
+            i for i in self.repos.items.sample_lines(FLASHBACK_TIERS, 40) if i.text not in recent
+        ] or self.repos.items.sample_lines(FLASHBACK_TIERS, 40)
         item = self._distant(items)
         when = f"{item.created_at:%Y-%m-%d}" if item.created_at else "earlier"
         episode["stimulus"].append(self._t(FLASHBACK_LINE).format(tier=item.tier, when=when, text=item.text[:600]))
@@ -243,9 +270,15 @@ class Escalation:
         topic = " ".join(self.thought.split()[:12])
         text = self._t(ASK_HUMAN_TEXT).format(topic=topic)
         house = self.services.managers.over(self.repos)
-        told = house.conversation.tell(text, person=house.people.owner(), door=Door.WEB, tags=["anti_stagnation"],
-                                       thread_id=self.state.thread_id, llm_id=self.state.llm.get("llm_id"),
-                                       speaker=self.services.persona.display_name)
+        told = house.conversation.tell(
+            text,
+            person=house.people.owner(),
+            door=Door.WEB,
+            tags=["anti_stagnation"],
+            thread_id=self.state.thread_id,
+            llm_id=self.state.llm.get("llm_id"),
+            speaker=self.services.persona.display_name,
+        )
         episode["asked_human"] = told.note_id
         self.emit({"event": "message", "to": "user", "text": text, "note_id": told.note_id, "tick": self.state.tick})
 
@@ -265,7 +298,9 @@ class Escalation:
 
     def goal_reformulation(self, episode: StagnationEpisode) -> None:
         facts = self._facts()
-        self._instruct(episode, self._t(GOAL_REFORMULATION_INSTRUCTION).format(id=facts.goal_id, title=facts.goal_title))
+        self._instruct(
+            episode, self._t(GOAL_REFORMULATION_INSTRUCTION).format(id=facts.goal_id, title=facts.goal_title)
+        )
 
     def task_switch(self, episode: StagnationEpisode) -> None:
         """Set the task in front aside for a while and take up another; the return is due when the loop ends."""
@@ -273,8 +308,12 @@ class Escalation:
         switch = episode.get("task_switch") or {}
         target = next((t for t in others if t.id == switch.get("to")), None) or others[0]
         episode["task_switch"] = {"from": current.id, "from_title": current.title, "to": target.id}
-        self._instruct(episode, self._t(TASK_SWITCH_INSTRUCTION).format(current=current.id, current_title=current.title,
-                                                               other=target.id, other_title=target.title))
+        self._instruct(
+            episode,
+            self._t(TASK_SWITCH_INSTRUCTION).format(
+                current=current.id, current_title=current.title, other=target.id, other_title=target.title
+            ),
+        )
 
     def random_iteration(self, episode: StagnationEpisode) -> None:
         """A thinking method drawn at random (HMP: a random action from the allowed set)."""
@@ -283,13 +322,16 @@ class Escalation:
         if method is None:  # applicable() found active methods; none left by now
             return
         episode["thinking_method"] = method.name
-        self._instruct(episode, self._t(RANDOM_ITERATION_INSTRUCTION).format(name=method.name, instruction=method.instruction))
+        self._instruct(
+            episode, self._t(RANDOM_ITERATION_INSTRUCTION).format(name=method.name, instruction=method.instruction)
+        )
 
     def _recent_thoughts(self, n: int) -> list[Any]:
         """The thread's last `n` thoughts (at most INTEREST_RECENT), read once for every mechanism that asks."""
         if getattr(self, "_recent", None) is None:
-            self._recent = self.repos.messages.recent_lines(self.state.thread_id, max(n, INTEREST_RECENT),
-                                                            columns=("id", "content", "tags"))
+            self._recent = self.repos.messages.recent_lines(
+                self.state.thread_id, max(n, INTEREST_RECENT), columns=("id", "content", "tags")
+            )
         return self._recent[-n:]
 
     def _active_methods(self) -> list[Any]:
@@ -306,8 +348,14 @@ class Escalation:
         recent = self._recent_thoughts(INTEREST_RECENT)
         seen = " ".join(m.content.lower() for m in recent) + " " + self.thought.lower()
         seen_tags = {str(t).lower() for m in recent for t in (getattr(m, "tags", None) or [])}
-        self._forgotten = next(((tag, n) for tag, n in self.repos.tags.stats().items()
-                                if tag.lower() not in seen and tag.lower() not in seen_tags), None)
+        self._forgotten = next(
+            (
+                (tag, n)
+                for tag, n in self.repos.tags.stats().items()
+                if tag.lower() not in seen and tag.lower() not in seen_tags
+            ),
+            None,
+        )
         return self._forgotten
 
     def interest_memory(self, episode: StagnationEpisode) -> None:
@@ -337,8 +385,12 @@ class Escalation:
             episode["stimulus"].append(self._t(WORLD_NOTHING_LINE))
 
     def change_context(self, episode: StagnationEpisode) -> None:
-        cycle = self.services.reads.get(self.state.thread_id, self.state.tick, CYCLE,
-                                   lambda: self.services.managers.over(self.repos).loop.context_cycle(self.state.thread_id))
+        cycle = self.services.reads.get(
+            self.state.thread_id,
+            self.state.tick,
+            CYCLE,
+            lambda: self.services.managers.over(self.repos).loop.context_cycle(self.state.thread_id),
+        )
         current = context_mode(cycle)
         episode["context_mode"] = "meditation" if current != "meditation" else "standard"
 
@@ -365,8 +417,11 @@ class Escalation:
                 self._peers: tuple[list[str], str] = ([], "the mesh is off (config.yaml mesh.enabled)")
             else:
                 reputation = self._house().reputation
-                peers = [did for did in reputation.rank(reputation.known())
-                         if reputation.trust(did) >= settings.mesh.min_trust][:settings.reflexes.mesh_ask_peers]
+                peers = [
+                    did
+                    for did in reputation.rank(reputation.known())
+                    if reputation.trust(did) >= settings.mesh.min_trust
+                ][: settings.reflexes.mesh_ask_peers]
                 self._peers = (peers, "" if peers else "no peer on the mesh is known yet")
         return self._peers
 
@@ -384,16 +439,32 @@ class Escalation:
                 reason = "anti-stagnation: ask the mesh for something new"
                 if approved:
                     container = house.mesh.compose("ask", {"text": text}, recipient=did)
-                    house.consent.record(thread_id=state.thread_id, tick=state.tick, cmd_key=key, type="mesh.ask",
-                                         effect="external", decision="executed", actor="policy", now=now,
-                                         reason=f"{reason}; mesh.ask is approved in advance (consent.auto_approve)")
+                    house.consent.record(
+                        thread_id=state.thread_id,
+                        tick=state.tick,
+                        cmd_key=key,
+                        type="mesh.ask",
+                        effect="external",
+                        decision="executed",
+                        actor="policy",
+                        now=now,
+                        reason=f"{reason}; mesh.ask is approved in advance (consent.auto_approve)",
+                    )
                     asked[did] = container["id"]
                 else:
                     row, _ = house.consent.request(
-                        cmd_key=key, cmd_id=f"ask_mesh-{n}", type="mesh.ask", args={"to": did, "text": text},
-                        effect="external", description=reason, reason=f"{reason}: external needs my human's approval",
-                        thread_id=state.thread_id, root_thread=state.root_thread or state.thread_id, tick=state.tick,
-                        now=now)
+                        cmd_key=key,
+                        cmd_id=f"ask_mesh-{n}",
+                        type="mesh.ask",
+                        args={"to": did, "text": text},
+                        effect="external",
+                        description=reason,
+                        reason=f"{reason}: external needs my human's approval",
+                        thread_id=state.thread_id,
+                        root_thread=state.root_thread or state.thread_id,
+                        tick=state.tick,
+                        now=now,
+                    )
                     asked[did] = f"approval {row.id}"
             episode["mesh_asked"] = asked
         how = "sent" if any(str(v).startswith("sha256:") for v in asked.values()) else "waiting for my human's approval"
@@ -404,8 +475,9 @@ class Escalation:
     def _thread_origin(self) -> str | None:
         """The thread's origin, from its row as the tick's first step read it (an origin never changes)."""
         state = self.state
-        thread = self.services.reads.get(state.thread_id, state.tick, ("thread", state.thread_id),
-                                         lambda: self.repos.threads.get(state.thread_id))
+        thread = self.services.reads.get(
+            state.thread_id, state.tick, ("thread", state.thread_id), lambda: self.repos.threads.get(state.thread_id)
+        )
         return thread.origin if thread is not None else None
 
     def _task_to_move(self) -> str | None:
@@ -425,10 +497,17 @@ class Escalation:
         threads = self._house().threads
         try:
             child, _, _ = threads.open_child(
-                parent_id=state.thread_id, child_id=child_thread_id(state.thread_id, label, f"t{state.tick}-simulate"),
-                label=label, window_ratio=DEFAULT_WINDOW_RATIO, max_depth=settings.stelis.max_depth,
-                origin=SIMULATION, persona=self.services.persona.name, owner=process_token(), tick=state.tick,
-                chronicle_prompt=self._t(SIMULATION_CHRONICLE))
+                parent_id=state.thread_id,
+                child_id=child_thread_id(state.thread_id, label, f"t{state.tick}-simulate"),
+                label=label,
+                window_ratio=DEFAULT_WINDOW_RATIO,
+                max_depth=settings.stelis.max_depth,
+                origin=SIMULATION,
+                persona=self.services.persona.name,
+                owner=process_token(),
+                tick=state.tick,
+                chronicle_prompt=self._t(SIMULATION_CHRONICLE),
+            )
         except StelisRefused as exc:
             episode["simulation"] = f"refused: {exc}"
             episode["stimulus"].append(self._t(SIMULATION_REFUSED_LINE).format(title=title, reason=exc))
@@ -436,5 +515,6 @@ class Escalation:
         threads.set_active(state.root_thread or state.thread_id, child.id)
         episode["simulation"] = child.id
         episode["stimulus"].append(self._t(SIMULATION_LINE).format(title=title, thread=child.id))
-        self.emit({"event": "stelis_enter", "thread_id": child.id, "label": label, "depth": child.depth,
-                   "origin": SIMULATION})
+        self.emit(
+            {"event": "stelis_enter", "thread_id": child.id, "label": label, "depth": child.depth, "origin": SIMULATION}
+        )

@@ -15,7 +15,8 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterable, Set as AbstractSet
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 from nodes.state import NoveltySignals
@@ -33,7 +34,7 @@ def normalise(text: str) -> str:
 
 
 def _shingles(text: str, n: int = 3) -> set[str]:
-    return {text[i:i + n] for i in range(max(1, len(text) - n + 1))} if text else set()
+    return {text[i : i + n] for i in range(max(1, len(text) - n + 1))} if text else set()
 
 
 def _bigrams(text: str) -> set[tuple[str, str]]:
@@ -81,12 +82,23 @@ def recent_outputs(services: Any, repos: Any, state: Any) -> list[Any]:
     """The thread's last `cycle.responses` outputs, oldest first, read once per tick (both reflex steps compare the
     new output with them, and nothing is stored in between)."""
     limit = services.settings.cycle.responses
-    return services.reads.get(state.thread_id, state.tick, ("recent_outputs", limit),
-                         lambda: repos.messages.recent_lines(state.thread_id, limit, kinds=RECENT_KINDS))
+    return services.reads.get(
+        state.thread_id,
+        state.tick,
+        ("recent_outputs", limit),
+        lambda: repos.messages.recent_lines(state.thread_id, limit, kinds=RECENT_KINDS),
+    )
 
 
-def measure(text: str, recent: list[Any], memory: Any, *, stagnant_at: float, novel_below: float,
-            documents: Iterable[tuple[str, str, list[str]]] = ()) -> NoveltySignals:
+def measure(
+    text: str,
+    recent: list[Any],
+    memory: Any,
+    *,
+    stagnant_at: float,
+    novel_below: float,
+    documents: Iterable[tuple[str, str, list[str]]] = (),
+) -> NoveltySignals:
     """Cheap signals of `text` against `recent` messages (oldest first); no LLM. `documents`: memories the tick will
     write (the output as the memory stores it), embedded in the same call."""
     texts = [m.content for m in recent]
@@ -111,5 +123,3 @@ def measure(text: str, recent: list[Any], memory: Any, *, stagnant_at: float, no
         "similar_to_tick": match.tick if match is not None else None,
         "similar_to_id": match.id if match is not None else None,
     }
-
-

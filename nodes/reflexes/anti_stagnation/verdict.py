@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import i18n
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
-import i18n
 from nodes.reflexes.prompts import REPHRASE_PROMPT, REPHRASE_SCHEMA
 from nodes.state import NoveltySignals, SamplingParams
 from persona.settings import ReflexSettings
@@ -18,19 +18,26 @@ REPHRASE_EVERY = 4  # a stagnation episode asks the model to rephrase its reques
 
 
 def reflex_lite(sampling: SamplingParams) -> SamplingParams:
-    return {**sampling,
-            "temperature": round(min(MAX_TEMPERATURE, sampling.get("temperature", 0.8) + 0.2), 3),
-            "top_p": round(min(MAX_TOP_P, sampling.get("top_p", 0.9) + 0.05), 3),
-            "presence_penalty": round(min(1.0, sampling.get("presence_penalty", 0.0) + 0.2), 3),
-            "frequency_penalty": round(min(1.0, sampling.get("frequency_penalty", 0.0) + 0.2), 3)}
+    return {
+        **sampling,
+        "temperature": round(min(MAX_TEMPERATURE, sampling.get("temperature", 0.8) + 0.2), 3),
+        "top_p": round(min(MAX_TOP_P, sampling.get("top_p", 0.9) + 0.05), 3),
+        "presence_penalty": round(min(1.0, sampling.get("presence_penalty", 0.0) + 0.2), 3),
+        "frequency_penalty": round(min(1.0, sampling.get("frequency_penalty", 0.0) + 0.2), 3),
+    }
 
 
 def rephrase(llms, instruction: str, *, prefer: str | None, tags: dict[str, Any], language: str = "en") -> str | None:
     """HMP reflex-lite's rephrased request, once sampling cannot be raised further; None if no LLM answers."""
     try:
-        gen = llms.generate("rephrase", prompt=i18n.text(REPHRASE_PROMPT, language).format(instruction=instruction),
-                            sampling=Sampling(temperature=0.9, top_p=0.95, max_tokens=120),
-                            json_schema=REPHRASE_SCHEMA, prefer=prefer, tags=tags)
+        gen = llms.generate(
+            "rephrase",
+            prompt=i18n.text(REPHRASE_PROMPT, language).format(instruction=instruction),
+            sampling=Sampling(temperature=0.9, top_p=0.95, max_tokens=120),
+            json_schema=REPHRASE_SCHEMA,
+            prefer=prefer,
+            tags=tags,
+        )
     except AllLLMsUnavailable:
         return None
     text = " ".join(str(json_object(gen.text).get("request") or "").split())
@@ -41,8 +48,11 @@ def comparison_decides(signals: NoveltySignals, settings: ReflexSettings) -> boo
     """Whether HMP's LLM comparison is worth a call: only in the uncertain band from `stagnation_soft_threshold`
     up, where the cheap similarity flags the output and the comparison may clear the flag (`decide`). Below it the
     output is not flagged whatever the comparison says, so n-grams and embeddings decide alone."""
-    return (settings.compare_with_llm and signals.get("band") == "uncertain"
-            and float(signals.get("similarity") or 0.0) >= settings.stagnation_soft_threshold)
+    return (
+        settings.compare_with_llm
+        and signals.get("band") == "uncertain"
+        and float(signals.get("similarity") or 0.0) >= settings.stagnation_soft_threshold
+    )
 
 
 def graph_sign_matters(signals: NoveltySignals, settings: ReflexSettings) -> bool:
@@ -50,8 +60,11 @@ def graph_sign_matters(signals: NoveltySignals, settings: ReflexSettings) -> boo
     `graph_idle_margin` below `stagnation_soft_threshold` (only then is the graph's growth read)."""
     value = float(signals.get("similarity") or 0.0)
     soft = settings.stagnation_soft_threshold
-    return (bool(settings.graph_idle_ticks) and signals.get("band") == "uncertain"
-            and soft - settings.graph_idle_margin <= value < soft)
+    return (
+        bool(settings.graph_idle_ticks)
+        and signals.get("band") == "uncertain"
+        and soft - settings.graph_idle_margin <= value < soft
+    )
 
 
 def decide(signals: NoveltySignals, settings: ReflexSettings, graph_idle: bool = False) -> tuple[bool, float, str]:
@@ -74,8 +87,9 @@ def decide(signals: NoveltySignals, settings: ReflexSettings, graph_idle: bool =
     llm_similarity = 1 - comparison["novelty_score"] / 100
     if comparison["assessment"] == "identical":
         llm_similarity = max(llm_similarity, 0.95)
-    cleared = (comparison["assessment"] != "identical" and comparison["novelty_score"] >= 50
-               and bool(comparison["new_ideas"]))
+    cleared = (
+        comparison["assessment"] != "identical" and comparison["novelty_score"] >= 50 and bool(comparison["new_ideas"])
+    )
     return flag and not cleared, (value + llm_similarity) / 2, "llm"
 
 
@@ -84,8 +98,10 @@ def stagnation_reason(signals: NoveltySignals, method: str, repeated: bool, grap
     if repeated:
         return f"identical to tick {tick}"
     if method == "graph":
-        return (f"close to tick {tick} (similarity {signals.get('similarity') or 0:.2f}) while my concept graph has "
-                f"had no new concept or link in {graph_idle_ticks} ticks")
+        return (
+            f"close to tick {tick} (similarity {signals.get('similarity') or 0:.2f}) while my concept graph has "
+            f"had no new concept or link in {graph_idle_ticks} ticks"
+        )
     comparison = signals.get("comparison")
     if method == "llm" and comparison:
         return f"the LLM comparison found little new against tick {tick} (novelty {comparison['novelty_score']:g})"

@@ -25,13 +25,13 @@ import i18n
 from managers.abstracts import delivery
 from managers.audience import ALONE, Audience
 from managers.loop import context_mode, loaded_skills
-from memory import Repos
-from memory import provenance
+from memory import Repos, provenance
 from nodes.commands import GUIDE_FORMS, registry
 from nodes.context import CYCLE, TICK_SUMMARY, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
 from nodes.reflexes.prompts import ISOLATED_TITLE, SIMULATION_SEED, STIMULUS_TITLE
 from nodes.state import ContextReport, PromptUpdate, StagnationEpisode, TickState
+from nodes.stelis.threads import thread_window
 from nodes.steps.prompts import (
     ABSTRACTS_ON_REQUEST,
     AUDIENCE_HINT,
@@ -66,7 +66,6 @@ from nodes.steps.s04_prepare_context.memory_lines import (
 )
 from nodes.steps.s04_prepare_context.standing import ethics_model_lines, mesh_lines, peer_lines
 from nodes.steps.s04_prepare_context.untrusted import Tainted, defuse
-from nodes.stelis.threads import thread_window
 from persona import skills_block
 from persona.drives import MAX_QUESTIONS, Drives, feeling_lines, internal_state_lines
 from persona.prompts import FEELINGS_TITLE, INTERNAL_STATE_TITLE, REACH_OUT, REACH_OUT_INSTRUCTION
@@ -96,8 +95,10 @@ def shown_text(text: str) -> str:
     if len(text) <= LONG_NOTE_CHARS:
         return text
     left = len(text) - LONG_NOTE_HEAD - LONG_NOTE_TAIL
-    return (f"{text[:LONG_NOTE_HEAD]}\n[… {left:,} characters not shown here; the whole note is kept in my memory, "
-            f"where memory.search finds any part of it …]\n{text[-LONG_NOTE_TAIL:]}")
+    return (
+        f"{text[:LONG_NOTE_HEAD]}\n[… {left:,} characters not shown here; the whole note is kept in my memory, "
+        f"where memory.search finds any part of it …]\n{text[-LONG_NOTE_TAIL:]}"
+    )
 
 
 DOOR_WORDS = {"web": "the web page", "api": "the API", "voice": "a voice message", "cli": "the terminal"}
@@ -114,9 +115,13 @@ def _note_line(note, authors: dict[int, tuple[str, str]] | None = None) -> str:
     author = (authors or {}).get(getattr(note, "author_id", None) or -1)
     if author is None:
         return f"[note {note.id} from {note.source}, priority {note.priority}] {text}"
-    via = next((t[4:] for t in (note.tags or []) if isinstance(t, str) and t.startswith("via:")),
-               DOOR_WORDS.get(getattr(note, "door", None) or "", DOOR_WORDS.get(
-                   {"user": "web", "cli": "cli"}.get(note.source, ""), note.source)))
+    via = next(
+        (t[4:] for t in (note.tags or []) if isinstance(t, str) and t.startswith("via:")),
+        DOOR_WORDS.get(
+            getattr(note, "door", None) or "",
+            DOOR_WORDS.get({"user": "web", "cli": "cli"}.get(note.source, ""), note.source),
+        ),
+    )
     return f"[note {note.id} from {author[0]} ({author[1]}, via {via}), priority {note.priority}] {text}"
 
 
@@ -130,8 +135,9 @@ def _seen_by_kept_answer(services: Services, repos: Repos, state: TickState) -> 
     return None if seen is None else [int(i) for i in seen]
 
 
-def _incoming(repos: Repos, services: Services, state: TickState,
-              cycle: dict[str, Any]) -> tuple[list[Any], list[str], Audience]:
+def _incoming(
+    repos: Repos, services: Services, state: TickState, cycle: dict[str, Any]
+) -> tuple[list[Any], list[str], Audience]:
     """The notes this tick shows, their lines, and whom it answers: the author of the most urgent waiting note
     (managers/conversation.py `answering`) — only their notes are shown; anyone else's wait for a later tick."""
     mode = cycle.get("notes_mode") or services.settings.cycle.notes_mode
@@ -174,8 +180,9 @@ class Shown(NamedTuple):
     tainted: Tainted
 
 
-def _conversation_lines(services: Services, repos: Repos, audience: Audience, notes: list[Any], budget: int,
-                        count: Any) -> list[str]:
+def _conversation_lines(
+    services: Services, repos: Repos, audience: Audience, notes: list[Any], budget: int, count: Any
+) -> list[str]:
     """The last turns of the conversation with whom the tick answers — their words and what I sent them, with the
     door each came by — before the notes shown now, the newest kept within `conversation.share` of the budget."""
     settings = services.settings.conversation
@@ -183,11 +190,13 @@ def _conversation_lines(services: Services, repos: Repos, audience: Audience, no
         return []
     conversation = services.managers.over(repos).conversation
     mine = [n.id for n in notes if conversation.audience_of(n) == audience]
-    turns = conversation.turns(
-        audience, limit=settings.turns, before_id=min(mine) if mine else None)
+    turns = conversation.turns(audience, limit=settings.turns, before_id=min(mine) if mine else None)
     zone = services.settings.zone()
-    lines = [f"[{turn.at.astimezone(zone):%Y-%m-%d %H:%M}{' · ' + turn.door.value if turn.door else ''}] "
-             f"{'I → ' + audience.name if turn.mine else turn.author}: {shown_text(turn.text)}" for turn in turns]
+    lines = [
+        f"[{turn.at.astimezone(zone):%Y-%m-%d %H:%M}{' · ' + turn.door.value if turn.door else ''}] "
+        f"{'I → ' + audience.name if turn.mine else turn.author}: {shown_text(turn.text)}"
+        for turn in turns
+    ]
     room, kept, used = int(settings.share * budget), [], 0
     for line in reversed(lines):  # the newest first, while they fit the share
         size = count(line) + 1
@@ -198,29 +207,48 @@ def _conversation_lines(services: Services, repos: Repos, audience: Audience, no
     return list(reversed(kept))
 
 
-def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
-                 note_lines: list[str], processes: list[Any], fence: str, language: str, audience: Audience,
-                 budget: int) -> tuple[list[Block], dict[str, Any], Shown]:
+def _chat_blocks(
+    services: Services,
+    repos: Repos,
+    state: TickState,
+    cycle: dict[str, Any],
+    notes: list[Any],
+    note_lines: list[str],
+    processes: list[Any],
+    fence: str,
+    language: str,
+    audience: Audience,
+    budget: int,
+) -> tuple[list[Block], dict[str, Any], Shown]:
     persona, tick, thread_id = services.persona, state.tick, state.thread_id
     t, title = (lambda text: i18n.text(text, language)), (lambda name: i18n.text(BLOCK_TITLES[name], language))
     data_rule, tools = t(DATA_RULE), persona.file("TOOLS.md").strip()
-    guides = [(tools + "\n\n" if tools else "") + t(COMMANDS_GUIDE_COMPACT if form in ("compact", "essential")
-                                                    else COMMANDS_GUIDE).format(
-        commands=registry().guide(settings=services.settings, form=form), data_rule=data_rule) for form in GUIDE_FORMS]
+    guides = [
+        (tools + "\n\n" if tools else "")
+        + t(COMMANDS_GUIDE_COMPACT if form in ("compact", "essential") else COMMANDS_GUIDE).format(
+            commands=registry().guide(settings=services.settings, form=form), data_rule=data_rule
+        )
+        for form in GUIDE_FORMS
+    ]
     private = audience.private  # the owner, or the persona alone: everything; anyone else: their scope only
     if private:
-        history, shown_ids = recent_thoughts(repos, thread_id, int(cycle.get("responses", services.settings.cycle.responses)),
-                                             cycle, services.memory,
-                                             plain=wanted(services.settings.voice.plain_recent,
-                                                          provider_of(services, state.stagnation.get("llm"))),
-                                             tick=tick)
+        history, shown_ids = recent_thoughts(
+            repos,
+            thread_id,
+            int(cycle.get("responses", services.settings.cycle.responses)),
+            cycle,
+            services.memory,
+            plain=wanted(services.settings.voice.plain_recent, provider_of(services, state.stagnation.get("llm"))),
+            tick=tick,
+        )
     else:
         history, shown_ids = [], []
     tainted = Tainted(repos, fence)  # rows written from untrusted text: fenced wherever they are shown
     history = tainted.lines("message", zip(shown_ids, history))
     goals = repos.goals.leading(per_horizon=3) if private else []  # for the recall's focus and the goals block
-    recall = auto_recall(services, repos, thread_id, notes, shown_ids, cycle, goals, tainted,
-                         scope=audience.recall_tags())
+    recall = auto_recall(
+        services, repos, thread_id, notes, shown_ids, cycle, goals, tainted, scope=audience.recall_tags()
+    )
     recalled, recalled_ids = recall.lines, recall.ids
     written = repos.blocks.contents("core", "notepad") if private else {"core": "", "notepad": ""}
     core, notepad = written["core"], written["notepad"]
@@ -243,51 +271,147 @@ def _chat_blocks(services: Services, repos: Repos, state: TickState, cycle: dict
     blocks = [
         Block("identity", "", [persona.file("IDENTITY.md").strip()], 200, system=True, keep="head"),
         Block("soul", "", [persona.file("SOUL.md").strip()], 190, system=True, keep="head"),
-        Block("commands", "", guides[:1], 180, system=True, forms=[[g] for g in guides[1:]], share=GUIDE_SHARE,
-              keep="head"),
-        Block("skills", "", [skills_block(persona.skills)] if persona.skills else [], 175, system=True,
-              forms=[[skills_block(persona.skills, brief=True)]] if persona.skills else [], share=LAYER_SHARE),
-        Block("skill_read", "", loaded_skills(cycle, persona, tick, services.settings.limits.skill_chars), 172, system=True),
+        Block(
+            "commands",
+            "",
+            guides[:1],
+            180,
+            system=True,
+            forms=[[g] for g in guides[1:]],
+            share=GUIDE_SHARE,
+            keep="head",
+        ),
+        Block(
+            "skills",
+            "",
+            [skills_block(persona.skills)] if persona.skills else [],
+            175,
+            system=True,
+            forms=[[skills_block(persona.skills, brief=True)]] if persona.skills else [],
+            share=LAYER_SHARE,
+        ),
+        Block(
+            "skill_read",
+            "",
+            loaded_skills(cycle, persona, tick, services.settings.limits.skill_chars),
+            172,
+            system=True,
+        ),
         Block("ethics", title("ethics"), [f"- {p}" for p in persona.ethics.principles], 170, system=True, keep="whole"),
         Block("ethics_model", "", ethics_model_lines(persona.ethics, language), 169, system=True),
-        Block("core", title("core"),
-              [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x]
-              if private else [], 125),
+        Block(
+            "core",
+            title("core"),
+            [x for x in (persona.file("USER.md").strip(), persona.file("MEMORY.md").strip(), core.strip()) if x]
+            if private
+            else [],
+            125,
+        ),
         Block("notepad", title("notepad"), [notepad.strip()] if notepad.strip() else [], 118),
         Block("strategy", title("strategy"), strategy_line(repos, tainted) if private else [], 115),
         Block("goals", title("goals"), goal_lines(repos, goals, tainted) if private else [], 122),
-        Block("llm_memory", title("llm_memory"),
-              tainted.lines("llm_memory", [(m.id, f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}")
-                                           for m in repos.llm_memory.recent_lines(20)]) if private else [],
-              110, trim_oldest=True),
-        Block("abstracts", title("abstracts"), abstract_lines(repos, now, cycle.get("focus_tags"),
-                                                              delivery=delivery(cycle, services.settings),
-                                                              on_request=t(ABSTRACTS_ON_REQUEST), tainted=tainted)
-              if private else [], 105, trim_oldest=True),
-        Block("episodes", title("episodes"), episode_lines(repos, services.settings.memory.episode_days, tainted)
-              if private else [], 104, trim_oldest=True),
-        Block("peers", title("peers"), peer_lines(services.managers.over(repos, audience), audience, language), 106, trim_oldest=True),
-        Block("bootstrap", "", bootstrap, 160, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [],
-              share=LAYER_SHARE),
+        Block(
+            "llm_memory",
+            title("llm_memory"),
+            tainted.lines(
+                "llm_memory",
+                [
+                    (m.id, f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}")
+                    for m in repos.llm_memory.recent_lines(20)
+                ],
+            )
+            if private
+            else [],
+            110,
+            trim_oldest=True,
+        ),
+        Block(
+            "abstracts",
+            title("abstracts"),
+            abstract_lines(
+                repos,
+                now,
+                cycle.get("focus_tags"),
+                delivery=delivery(cycle, services.settings),
+                on_request=t(ABSTRACTS_ON_REQUEST),
+                tainted=tainted,
+            )
+            if private
+            else [],
+            105,
+            trim_oldest=True,
+        ),
+        Block(
+            "episodes",
+            title("episodes"),
+            episode_lines(repos, services.settings.memory.episode_days, tainted) if private else [],
+            104,
+            trim_oldest=True,
+        ),
+        Block(
+            "peers",
+            title("peers"),
+            peer_lines(services.managers.over(repos, audience), audience, language),
+            106,
+            trim_oldest=True,
+        ),
+        Block("bootstrap", "", bootstrap, 160, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [], share=LAYER_SHARE),
         Block("runtime", title("runtime"), runtime, 150),
         Block("channel", "", [channel_hint], 149),
         Block("mesh", t(ISOLATED_TITLE), mesh_lines(services, repos, language) if private else [], 145),
-        Block("feelings", t(INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE),
-              _feelings(dict(state.drives), repos) if private else [], 140),
-        Block("processes", title("processes"),
-              [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes], 130, trim_oldest=True,
-              fence=fence, source="results of my commands"),
+        Block(
+            "feelings",
+            t(INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE),
+            _feelings(dict(state.drives), repos) if private else [],
+            140,
+        ),
+        Block(
+            "processes",
+            title("processes"),
+            [f"[process {p.id} {p.name}: {p.status}] {p.value}" for p in processes],
+            130,
+            trim_oldest=True,
+            fence=fence,
+            source="results of my commands",
+        ),
         Block("recent", title("recent"), history, 100, trim_oldest=True, last_priority=126),
-        Block("recall", title("recall"), recalled, 112, trim_oldest=True, keys=list(reversed(recalled_ids)),
-              fence=fence, source="my memories and documents"),
-        Block("entities", title("entities"),
-              entity_lines(repos, [n.text for n in notes] + recalled, tainted=tainted) if private else [], 108,
-              trim_oldest=True),
-        Block("conversation", i18n.text(BLOCK_TITLES["conversation"], language).format(name=audience.name), talked,
-              192, trim_oldest=True, fence=fence, source=f"my conversation with {audience.name}"),
+        Block(
+            "recall",
+            title("recall"),
+            recalled,
+            112,
+            trim_oldest=True,
+            keys=list(reversed(recalled_ids)),
+            fence=fence,
+            source="my memories and documents",
+        ),
+        Block(
+            "entities",
+            title("entities"),
+            entity_lines(repos, [n.text for n in notes] + recalled, tainted=tainted) if private else [],
+            108,
+            trim_oldest=True,
+        ),
+        Block(
+            "conversation",
+            i18n.text(BLOCK_TITLES["conversation"], language).format(name=audience.name),
+            talked,
+            192,
+            trim_oldest=True,
+            fence=fence,
+            source=f"my conversation with {audience.name}",
+        ),
         Block("notes_held", "", held_lines(services, state, cycle, language), 194),
-        Block("notes", title("notes"), note_lines, 195, trim_oldest=True, keys=note_keys, fence=fence,
-              source="notes to me"),
+        Block(
+            "notes",
+            title("notes"),
+            note_lines,
+            195,
+            trim_oldest=True,
+            keys=note_keys,
+            fence=fence,
+            source="notes to me",
+        ),
     ]
     return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, Shown(recall.sources, tainted)
 
@@ -299,37 +423,87 @@ def _instruction(services: Services, state: TickState, episode: StagnationEpisod
         instruction = episode["instruction"] + "\n" + instruction
     offer = state.drives.get("reach_out")
     if offer:  # the drives' one rule allowed an unprompted message this tick
-        instruction = t(REACH_OUT_INSTRUCTION).format(drive=offer["drive"], level=offer["level"],
-                                                      why=t(REACH_OUT[offer["drive"]])) + "\n" + instruction
+        instruction = (
+            t(REACH_OUT_INSTRUCTION).format(
+                drive=offer["drive"], level=offer["level"], why=t(REACH_OUT[offer["drive"]])
+            )
+            + "\n"
+            + instruction
+        )
     now = services.clock()
     clock = f"time {now:%Y-%m-%d %H:%M} UTC; tick {state.tick}; mode {state.mode}"
     return clock + "\n" + instruction + "\n\n" + t(THOUGHT_HEADER).format(name=services.persona.display_name)
 
 
-def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict[str, Any], notes: list[Any],
-                 note_lines: list[str], processes: list[Any], budget: int, episode: StagnationEpisode,
-                 task: Any, language: str, thread: Any, audience: Audience = ALONE) -> dict[str, Any]:
+def _chat_prompt(
+    services: Services,
+    repos: Repos,
+    state: TickState,
+    cycle: dict[str, Any],
+    notes: list[Any],
+    note_lines: list[str],
+    processes: list[Any],
+    budget: int,
+    episode: StagnationEpisode,
+    task: Any,
+    language: str,
+    thread: Any,
+    audience: Audience = ALONE,
+) -> dict[str, Any]:
     count = services.llms.primary().count_tokens
     t = lambda text: i18n.text(text, language)  # noqa: E731
     fence = services.fence  # the same all session: a new id every tick would change the prompt's opening
-    blocks, report, shown = _chat_blocks(services, repos, state, cycle, notes, note_lines, processes, fence, language,
-                                         audience, budget)
-    blocks.append(Block("stimulus", t(STIMULUS_TITLE), list(episode.get("stimulus") or []) if audience.private else [],
-                        160, fence=fence, source="memories and documents brought up to break a loop"))
+    blocks, report, shown = _chat_blocks(
+        services, repos, state, cycle, notes, note_lines, processes, fence, language, audience, budget
+    )
+    blocks.append(
+        Block(
+            "stimulus",
+            t(STIMULUS_TITLE),
+            list(episode.get("stimulus") or []) if audience.private else [],
+            160,
+            fence=fence,
+            source="memories and documents brought up to break a loop",
+        )
+    )
     task_sources: list[provenance.Source] = []
     if task is not None:
         seed = TASK_CYCLE_SEED_FULL if task.repl_mode == "full" else TASK_CYCLE_SEED
         task_sources = shown.tainted.of("task", [task.id]).get(str(task.id), [])
         told = shown.tainted.fenced if task_sources else (lambda text, sources: text)  # a task from untrusted text
-        blocks.append(Block("task", "", [t(seed).format(
-            name=services.persona.display_name, id=task.id, title=told(task.title, task_sources), status=task.status,
-            description=told(task.description or t(TASK_NO_DESCRIPTION), task_sources),
-            goal=t(TASK_SERVES_GOAL).format(goal=task.goal_id) if task.goal_id else t(TASK_SERVES_NO_GOAL))], 198,
-            system=True))
+        blocks.append(
+            Block(
+                "task",
+                "",
+                [
+                    t(seed).format(
+                        name=services.persona.display_name,
+                        id=task.id,
+                        title=told(task.title, task_sources),
+                        status=task.status,
+                        description=told(task.description or t(TASK_NO_DESCRIPTION), task_sources),
+                        goal=t(TASK_SERVES_GOAL).format(goal=task.goal_id) if task.goal_id else t(TASK_SERVES_NO_GOAL),
+                    )
+                ],
+                198,
+                system=True,
+            )
+        )
     if thread is not None and thread.origin == SIMULATION:  # the anti-stagnation rehearsal of a task
-        blocks.append(Block("simulation", "", [t(SIMULATION_SEED).format(
-            title=thread.label.removeprefix("simulation: "), ticks=services.settings.reflexes.simulation_ticks)], 198,
-            system=True))
+        blocks.append(
+            Block(
+                "simulation",
+                "",
+                [
+                    t(SIMULATION_SEED).format(
+                        title=thread.label.removeprefix("simulation: "),
+                        ticks=services.settings.reflexes.simulation_ticks,
+                    )
+                ],
+                198,
+                system=True,
+            )
+        )
     fixed_text = _instruction(services, state, episode, language)
     fixed_tokens = count(fixed_text)
     room = budget - fixed_tokens - 8
@@ -342,21 +516,31 @@ def _chat_prompt(services: Services, repos: Repos, state: TickState, cycle: dict
     report["recalled"] = list(next(b.keys for b in blocks if b.name == "recall"))
     shown_notes = [n for n in notes if n.id in kept]
     stimulus_shown = any(b.name == "stimulus" and b.items for b in blocks)
-    untrusted = provenance.merged(provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
-                                  _note_taints(shown.tainted, shown_notes),
-                                  *(shown.recall.get(i, ()) for i in report["recalled"]),
-                                  *(provenance.of_process(p) for p in processes),
-                                  episode.get("stimulus_sources") if stimulus_shown else None,
-                                  shown.tainted.shown(blocks), task_sources)
+    untrusted = provenance.merged(
+        provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+        _note_taints(shown.tainted, shown_notes),
+        *(shown.recall.get(i, ()) for i in report["recalled"]),
+        *(provenance.of_process(p) for p in processes),
+        episode.get("stimulus_sources") if stimulus_shown else None,
+        shown.tainted.shown(blocks),
+        task_sources,
+    )
     repos.items.touch(report["recalled"], services.clock())  # shown: counts as a use (LRU)
     system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
     user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
-    report["layers"] = [{"layer": b.name, "items": len(b.items), "tokens": sum(b.tokens), "system": b.system}
-                        for b in blocks if b.items] + [{"layer": "instruction", "items": 1, "tokens": fixed_tokens,
-                                                        "system": False}]
+    report["layers"] = [
+        {"layer": b.name, "items": len(b.items), "tokens": sum(b.tokens), "system": b.system} for b in blocks if b.items
+    ] + [{"layer": "instruction", "items": 1, "tokens": fixed_tokens, "system": False}]
     messages = [{"role": "system", "content": system}, {"role": "user", "content": f"{user}\n\n{fixed_text}".lstrip()}]
-    return {"prompt": f"{system}\n\n{messages[1]['content']}", "prompt_messages": messages, "human_turns": [],
-            "shown_notes": shown_notes, "drops": drops, "report": report, "untrusted": untrusted}
+    return {
+        "prompt": f"{system}\n\n{messages[1]['content']}",
+        "prompt_messages": messages,
+        "human_turns": [],
+        "shown_notes": shown_notes,
+        "drops": drops,
+        "report": report,
+        "untrusted": untrusted,
+    }
 
 
 def _authors(repos: Repos, notes: list[Any]) -> dict[int, tuple[str, str]]:
@@ -382,16 +566,23 @@ def _capped(parts: list[str], max_chars: int, drops: list[str]) -> list[str]:
         total -= len(parts.pop(1))
     if total > max_chars and len(parts) == 2:
         drops.append(f"continuation: newest chunk cut at the front to the {max_chars}-char cap")
-        parts[1] = parts[1][min(len(parts[1]), total - max_chars):]
+        parts[1] = parts[1][min(len(parts[1]), total - max_chars) :]
         total = sum(len(p) for p in parts)
     if total > max_chars:
         drops.append(f"continuation: base cut at the front to the {max_chars}-char cap")
-        parts = [parts[0][len(parts[0]) - max_chars:]]
+        parts = [parts[0][len(parts[0]) - max_chars :]]
     return [parts[0], *(p for p in parts[1:] if p)]
 
 
-def _continuation_prompt(services: Services, repos: Repos, state: TickState, notes: list[Any], budget: int,
-                         episode: StagnationEpisode, language: str) -> dict[str, Any]:
+def _continuation_prompt(
+    services: Services,
+    repos: Repos,
+    state: TickState,
+    notes: list[Any],
+    budget: int,
+    episode: StagnationEpisode,
+    language: str,
+) -> dict[str, Any]:
     """The growing text: last compression (or the seed), every chunk since, then new human turns."""
     count = services.llms.primary().count_tokens
     t = lambda text: i18n.text(text, language)  # noqa: E731
@@ -435,17 +626,27 @@ def _continuation_prompt(services: Services, repos: Repos, state: TickState, not
         drops.append("continuation: base cut at the front")
         text = "".join(parts)
         while count(text + "".join(turns)) > budget and text:
-            text = text[max(1, len(text) // 8):]
+            text = text[max(1, len(text) // 8) :]
         prompt = text + "".join(turns)
-    untrusted = provenance.merged(provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
-                                  episode.get("stimulus_sources") if stimulus else None,
-                                  *chunk_sources.values())
-    return {"prompt": prompt, "prompt_messages": [], "human_turns": turns, "shown_notes": shown_notes, "drops": drops,
-            "report": {}, "untrusted": untrusted}
+    untrusted = provenance.merged(
+        provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+        episode.get("stimulus_sources") if stimulus else None,
+        *chunk_sources.values(),
+    )
+    return {
+        "prompt": prompt,
+        "prompt_messages": [],
+        "human_turns": turns,
+        "shown_notes": shown_notes,
+        "drops": drops,
+        "report": {},
+        "untrusted": untrusted,
+    }
 
 
-def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
-                    params: dict[str, Any] | None = None) -> PromptUpdate:
+def prepare_context(
+    state: TickState, runtime: Runtime[AnimaContext], params: dict[str, Any] | None = None
+) -> PromptUpdate:
     services = services_of(runtime)
     count = services.llms.primary().count_tokens
     max_tokens = int(state.sampling.get("max_tokens", services.settings.sampling.max_tokens))
@@ -455,8 +656,14 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
         window = thread_window(services, repos, state.thread_id, thread)
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
-        cycle = dict(services.reads.get(state.thread_id, state.tick, CYCLE,
-                                   lambda: services.managers.over(repos).loop.context_cycle(state.thread_id)))
+        cycle = dict(
+            services.reads.get(
+                state.thread_id,
+                state.tick,
+                CYCLE,
+                lambda: services.managers.over(repos).loop.context_cycle(state.thread_id),
+            )
+        )
         episode = state.stagnation
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
             cycle["context_mode"] = episode["context_mode"]
@@ -470,14 +677,34 @@ def prepare_context(state: TickState, runtime: Runtime[AnimaContext],
         if state.mode == "continuation":
             built = _continuation_prompt(services, repos, state, notes, budget, episode, language)
         else:
-            built = _chat_prompt(services, repos, state, cycle, notes, note_lines, processes, budget, episode, task,
-                                 language, thread, audience)
+            built = _chat_prompt(
+                services,
+                repos,
+                state,
+                cycle,
+                notes,
+                note_lines,
+                processes,
+                budget,
+                episode,
+                task,
+                language,
+                thread,
+                audience,
+            )
     for drop in built["drops"]:
         log.info("context budget %s tokens: dropped %s", budget, drop)
-    report: ContextReport = {**state.context_report, "window_tokens": window, "budget_tokens": budget,
-                             "max_tokens": max_tokens, "dropped": built["drops"],
-                             "notes": [n.id for n in built["shown_notes"]], "processes": [p.id for p in processes],
-                             "language": language, **built["report"]}
+    report: ContextReport = {
+        **state.context_report,
+        "window_tokens": window,
+        "budget_tokens": budget,
+        "max_tokens": max_tokens,
+        "dropped": built["drops"],
+        "notes": [n.id for n in built["shown_notes"]],
+        "processes": [p.id for p in processes],
+        "language": language,
+        **built["report"],
+    }
     return {
         "prompt": built["prompt"],
         "prompt_messages": built["prompt_messages"],

@@ -16,8 +16,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from nodes.steps.s04_prepare_context.untrusted import defuse, fenced
 
@@ -120,7 +121,7 @@ class _Fitter:
                 high = mid - 1
         head = text[:low]
         if "\n" in head and len(head) < len(text):
-            head = head[:head.rindex("\n")]
+            head = head[: head.rindex("\n")]
         block.items = [head] if head.strip() else []
         block.tokens = [self.count(head) + 1] if block.items else []
         block.keys = []
@@ -138,8 +139,9 @@ def fit_blocks(blocks: list[Block], budget: int, count: Callable[[str], int]) ->
     return fitted, drops
 
 
-def fit_blocks_sized(blocks: list[Block], budget: int,
-                     count: Callable[[str], int]) -> tuple[list[Block], list[str], int]:
+def fit_blocks_sized(
+    blocks: list[Block], budget: int, count: Callable[[str], int]
+) -> tuple[list[Block], list[str], int]:
     """fit_blocks, and what the fitted blocks cost (`size_of` them, without counting every item's tokens again:
     with an embedded model a count is a tokenizer call)."""
     fit = _Fitter(blocks, count)

@@ -16,8 +16,9 @@ from nodes.state import TickState
 FILTERED = "unread_filtered"  # TickReads: (limit, the filter as JSON) -> Incoming, as prepare_context read it
 
 
-def unread_for_tick(repos: Repos, services: Services, state: TickState, cycle: dict[str, Any],
-                    limit: int, *, fresh: bool = False) -> list[Any]:
+def unread_for_tick(
+    repos: Repos, services: Services, state: TickState, cycle: dict[str, Any], limit: int, *, fresh: bool = False
+) -> list[Any]:
     """The unread notes this tick shows: all (the drives' step read them already), or those the filter in force
     lets through (the owner's always). `fresh`: read again, not what the tick read before (a thought cut for a note
     that came since)."""
@@ -45,5 +46,8 @@ def held_lines(services: Services, state: TickState, cycle: dict[str, Any], lang
     if not isinstance(found, Incoming) or not found.held:
         return []
     shown = wanted.model_dump(exclude_defaults=True)
-    return [i18n.text(HELD_LINE, language).format(held=found.held, filter=", ".join(
-        f"{key} {value}" for key, value in shown.items()))]
+    return [
+        i18n.text(HELD_LINE, language).format(
+            held=found.held, filter=", ".join(f"{key} {value}" for key, value in shown.items())
+        )
+    ]

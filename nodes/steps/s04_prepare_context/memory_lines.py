@@ -15,16 +15,15 @@ from typing import Any, NamedTuple
 
 from managers.abstracts import delivery
 from managers.loop import context_mode
-from memory import Repos
-from memory.updates import version_note, versions_of, when_label
-from memory.upkeep.episodes import Period
+from memory import Repos, provenance
+from memory.repositories.messages import MessageLine
 from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.index import Query
-from memory.repositories.messages import MessageLine
-from memory import provenance
+from memory.updates import version_note, versions_of, when_label
+from memory.upkeep.episodes import Period
+from nodes.stelis.history import lineage_ids, render_item, timeline
 from nodes.steps.prompts import ABSTRACTS_ON_REQUEST
 from nodes.steps.s04_prepare_context.untrusted import WRITTEN_FROM, Tainted
-from nodes.stelis.history import render_item, lineage_ids, timeline
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +47,15 @@ def _marker(tainted: Tainted | None) -> Any:
     return tainted.lines if tainted is not None else _plain
 
 
-def recent_thoughts(repos: Repos, thread_id: str, k: int, cycle: dict[str, Any], memory=None,
-                    plain: bool = False, tick: int | None = None) -> tuple[list[str], list[int]]:
+def recent_thoughts(
+    repos: Repos,
+    thread_id: str,
+    k: int,
+    cycle: dict[str, Any],
+    memory=None,
+    plain: bool = False,
+    tick: int | None = None,
+) -> tuple[list[str], list[int]]:
     """The K recent own responses: the last K (standard), those matching the focus tags/emotions with and/or
     logic (concentration), or the most diverse K of a wider window (meditation). Returns (lines, message ids).
     `plain` (`voice.plain_recent`): each thought as `- its words`, without the `[tick N]` and the reflex scores a
@@ -117,17 +123,31 @@ def focus_text(repos: Repos, thread_id: str, notes: list[Any], goals: list[Any] 
     """What recall searches with: the notes, the last thought and the three leading active goals (`goals`: the
     active goals in priority order, when the caller has them)."""
     parts = [n.text for n in notes]
-    last = next((rows[-1].content for kind in ("response", "continuation")
-                 if (rows := repos.messages.recent_lines(thread_id, 1, kinds=(kind,), columns=("content",)))), None)
+    last = next(
+        (
+            rows[-1].content
+            for kind in ("response", "continuation")
+            if (rows := repos.messages.recent_lines(thread_id, 1, kinds=(kind,), columns=("content",)))
+        ),
+        None,
+    )
     if last is not None:
         parts.append(last[-FOCUS_CHARS:])
     parts += [g.title for g in (repos.goals.list(status="active", limit=3) if goals is None else goals[:3])]
     return "\n".join(p for p in parts if p and p.strip())
 
 
-def auto_recall(services, repos: Repos, thread_id: str, notes: list[Any], shown_message_ids: list[int],
-                cycle: dict[str, Any], goals: list[Any] | None = None, tainted: Tainted | None = None,
-                scope: list[str] | None = None) -> Recall:
+def auto_recall(
+    services,
+    repos: Repos,
+    thread_id: str,
+    notes: list[Any],
+    shown_message_ids: list[int],
+    cycle: dict[str, Any],
+    goals: list[Any] | None = None,
+    tainted: Tainted | None = None,
+    scope: list[str] | None = None,
+) -> Recall:
     """The memories recalled for this tick: their lines, item ids, the error if recall failed, and where the
     untrusted ones came from (by item id) — a row written from untrusted text says so on its line. `scope`: the tags
     a memory needs (one of them) when the tick answers someone who may not see everything (managers/audience.py);
@@ -139,23 +159,34 @@ def auto_recall(services, repos: Repos, thread_id: str, notes: list[Any], shown_
         return Recall([], [], None, {})
     mode = context_mode(cycle)
     k = services.settings.memory.recall_k
-    shown = repos.items.ids_of("message", [f"msg:{i}" for i in shown_message_ids]  # already in the prompt:
-                               + [f"note:{n.id}" for n in notes])  # the thoughts shown, the notes (their turns)
+    shown = repos.items.ids_of(
+        "message",
+        [f"msg:{i}" for i in shown_message_ids]  # already in the prompt:
+        + [f"note:{n.id}" for n in notes],
+    )  # the thoughts shown, the notes (their turns)
     try:
         diversity = cycle.get("diversity_boost")
         lam = max(0.05, min(0.95, 1 - float(diversity))) if mode == "meditation" and diversity is not None else None
-        hits = services.memory.search(Query(text=text, k=k, mode=mode, exclude=shown, mmr_lambda=lam,
-                                       tags=scope if scope is not None else
-                                       cycle.get("focus_tags") if mode == "concentration" else None,
-                                       emotions=cycle.get("focus_emotions") if mode == "concentration" else None,
-                                       tags_mode="or" if scope is not None else str(cycle.get("focus_logic") or "or")))
+        hits = services.memory.search(
+            Query(
+                text=text,
+                k=k,
+                mode=mode,
+                exclude=shown,
+                mmr_lambda=lam,
+                tags=scope if scope is not None else cycle.get("focus_tags") if mode == "concentration" else None,
+                emotions=cycle.get("focus_emotions") if mode == "concentration" else None,
+                tags_mode="or" if scope is not None else str(cycle.get("focus_logic") or "or"),
+            )
+        )
     except Exception as exc:  # recall is an aid: a broken index must not stop the persona thinking
         log.exception("auto_recall failed")
         return Recall([], [], f"{type(exc).__name__}: {exc}", {})
     if delivery(cycle, services.settings) == "manual":  # abstracts are read only when requested
         hits = [hit for hit in hits if hit.item.tier != "abstract"]
     sources: dict[int, list[provenance.Source]] = {
-        h.item.id: [src] for h in hits if (src := provenance.of_item(h.item)) is not None}
+        h.item.id: [src] for h in hits if (src := provenance.of_item(h.item)) is not None
+    }
     for item_id, found in _tainted_items(tainted, [h.item for h in hits]).items():
         sources[item_id] = provenance.merged(sources.get(item_id), found)
     lines = []
@@ -164,8 +195,11 @@ def auto_recall(services, repos: Repos, thread_id: str, notes: list[Any], shown_
         item = hit.item
         who = f"{item.author}: " if item.author else ""
         title = f" {item.title}" if item.title else ""
-        origin = (f" · {WRITTEN_FROM}{provenance.origins(sources[item.id])}"
-                  if item.id in sources and item.tier != "kb" else "")
+        origin = (
+            f" · {WRITTEN_FROM}{provenance.origins(sources[item.id])}"
+            if item.id in sources and item.tier != "kb"
+            else ""
+        )
         lines.append(f"[{item.tier}{title} · {when_label(item)}{origin}] {who}{item.text}{version_note(item, texts)}")
     return Recall(lines, [h.item.id for h in hits], None, sources)
 
@@ -187,15 +221,29 @@ def goal_lines(repos: Repos, goals: list[Any] | None = None, tainted: Tainted | 
     pinned = [t for t in open_tasks if t.pinned]
     mark = _marker(tainted)
     lines = mark("task", [(t.id, f"[task {t.id} pinned, priority {t.priority}{_cycle(t)}] {t.title}") for t in pinned])
-    lines += mark("goal", [(g.id, f"[goal {g.id} short, priority {g.priority}] {g.title}")
-                           for g in goals if g.horizon == "short"][:3])
-    lines += mark("goal", [(g.id, f"[goal {g.id} long, priority {g.priority}{_values(g)}] {g.title}")
-                           for g in goals if g.horizon == "long"][:2])
+    lines += mark(
+        "goal",
+        [(g.id, f"[goal {g.id} short, priority {g.priority}] {g.title}") for g in goals if g.horizon == "short"][:3],
+    )
+    lines += mark(
+        "goal",
+        [
+            (g.id, f"[goal {g.id} long, priority {g.priority}{_values(g)}] {g.title}")
+            for g in goals
+            if g.horizon == "long"
+        ][:2],
+    )
     counts = repos.tasks.counts()
     if counts:
         lines.append("tasks: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
-    lines += mark("task", [(t.id, f"[task {t.id} {t.status}, priority {t.priority}{_cycle(t)}] {t.title}")
-                           for t in open_tasks if not t.pinned][:5])
+    lines += mark(
+        "task",
+        [
+            (t.id, f"[task {t.id} {t.status}, priority {t.priority}{_cycle(t)}] {t.title}")
+            for t in open_tasks
+            if not t.pinned
+        ][:5],
+    )
     return lines
 
 
@@ -208,8 +256,16 @@ def _cycle(task) -> str:
     return f", its sub-cycle {task.repl_status}" if task.repl_status else ""
 
 
-def abstract_lines(repos: Repos, now, tags: list[str] | None, days: int = 7, *, delivery: str = "auto",
-                   on_request: str = ABSTRACTS_ON_REQUEST, tainted: Tainted | None = None) -> list[str]:
+def abstract_lines(
+    repos: Repos,
+    now,
+    tags: list[str] | None,
+    days: int = 7,
+    *,
+    delivery: str = "auto",
+    on_request: str = ABSTRACTS_ON_REQUEST,
+    tainted: Tainted | None = None,
+) -> list[str]:
     """auto: the newest two of the last `days` (those of the focus tags first); manual: only that they wait to be
     asked for (HMP's manual delivery: the persona requests them)."""
     if delivery == "manual":
@@ -225,16 +281,28 @@ def episode_lines(repos: Repos, days: int, tainted: Tainted | None = None) -> li
     latest = repos.episodes.latest({"day": days, "week": 1, "month": 1})
     shown = latest["day"]
     first_day = shown[0].start if shown else "9999"
-    rows = [(e.id, f"[{period} of {e.start}] {e.summary}") for period in ("month", "week") for e in latest[period]
-            if Period(period, date.fromisoformat(e.start)).end.isoformat() <= first_day]
+    rows = [
+        (e.id, f"[{period} of {e.start}] {e.summary}")
+        for period in ("month", "week")
+        for e in latest[period]
+        if Period(period, date.fromisoformat(e.start)).end.isoformat() <= first_day
+    ]
     return _marker(tainted)("episode", rows + [(e.id, f"[{e.start}] {e.summary}") for e in shown])
 
 
 def entity_lines(repos: Repos, texts: list[str], limit: int = 3, tainted: Tainted | None = None) -> list[str]:
     joined = "\n".join(texts)
-    return _marker(tainted)("entity", [(e.id, f"[{e.kind} {e.name}] {e.description} "
-                                              f"{'; '.join(map(str, e.facts or []))}".strip())
-                                       for e in repos.entities.mentioned_in(joined, limit)]) if joined else []
+    return (
+        _marker(tainted)(
+            "entity",
+            [
+                (e.id, f"[{e.kind} {e.name}] {e.description} {'; '.join(map(str, e.facts or []))}".strip())
+                for e in repos.entities.mentioned_in(joined, limit)
+            ],
+        )
+        if joined
+        else []
+    )
 
 
 def strategy_line(repos: Repos, tainted: Tainted | None = None) -> list[str]:

@@ -73,4 +73,3 @@ class Tainted:
         kept = [s for b in blocks for item in b.items for s in self.sources.get(item, ())]
         rows = provenance.own(kept)
         return provenance.merged(rows, [s for s in kept if s not in rows])
-
