@@ -181,8 +181,13 @@ class Refusals:
                 peers = house.peers
                 for (caller, reason), (count, size, detail, at) in pending.items():
                     peers.count_refusal(caller, reason, count=count, size=size, detail=detail, at=at)
-        except Exception:  # noqa: BLE001 - counting refusals never takes the endpoint down; the log has them
-            log.exception("A2A: the refusal counts could not be written")
+        except Exception:  # noqa: BLE001 - counting refusals never takes the endpoint down: the batch is kept
+            log.exception("A2A: the refusal counts could not be written; trying again with the next batch")
+            with self._lock:
+                for key, (count, size, detail, at) in pending.items():
+                    entry = self._pending.setdefault(key, [0, 0, detail, at])
+                    entry[0] += count
+                    entry[1] += size
 
 
 # ---- the card --------------------------------------------------------------------------------------------------------

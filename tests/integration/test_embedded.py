@@ -1,6 +1,7 @@
 """Real parts: the embedded Gemma 3 270M (llama.cpp in process), SQLite, SqliteSaver, the CLI."""
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -53,12 +54,14 @@ def test_three_ticks_on_the_embedded_model(tmp_path):
 
 
 def _run(args, data_dir, **kw):
+    """`run.py` on the embedded model, thinking every tick (these tests are about ticks, not the quiet policy)."""
     return subprocess.Popen(
         [sys.executable, str(ROOT / "run.py"), *args, "--data-dir", str(data_dir)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, "ANIMA_CYCLE__THINKING": "continuous", **kw.pop("env", {})},
         **kw,
     )
 
@@ -163,7 +166,10 @@ def test_persona_show_prints_the_layers_with_their_sizes(tmp_path):
     assert run.returncode == 0, run.stderr
     lines = [line for line in run.stdout.splitlines() if line.strip()]
     names = [line.split()[0] for line in lines if not line.startswith(("dropped:", "left out:"))]
-    assert names[:6] == ["identity", "soul", "commands", "skills", "ethics", "bootstrap"] and names[-1] == "total"
+    # claw0's order, what changes least first: the system message, resident memory, the bootstrap files, then the
+    # runtime and channel layers
+    assert names[:8] == ["identity", "soul", "commands", "skills", "ethics", "core", "bootstrap", "runtime"]
+    assert names[-1] == "total"
     assert {"core", "runtime", "instruction"} <= set(names)  # the default window holds every layer of a new persona
     total = next(line for line in lines if line.startswith("total"))
     assert "tokens of a" in total and int(total.split()[1]) <= int(total.split("of a ")[1].split("-")[0])

@@ -31,11 +31,11 @@ def test_cache_prompt_is_sent_when_asked_and_the_cached_tokens_are_read_and_reco
     second = llms.generate("think", messages=[SYSTEM, {"role": "user", "content": "tick 2"}])
     seen = scripted_server.requests()
     assert [r["cache_prompt"] for r in seen] == [True, True]
-    assert (
-        first.cached_tokens == 0 and second.cached_tokens == seen[1]["usage"]["prompt_tokens_details"]["cached_tokens"]
-    )
+    # the session's server saw other tests' prompts first: what it says it served from its cache is what is read
+    reported = [r["usage"]["prompt_tokens_details"]["cached_tokens"] for r in seen]
+    assert [first.cached_tokens, second.cached_tokens] == reported
     assert second.cached_tokens > 0.9 * second.prompt_tokens  # all but the last words came from the cache
-    assert [c["cached_tokens"] for c in calls] == [0, second.cached_tokens]
+    assert [c["cached_tokens"] for c in calls] == reported
 
 
 def test_a_plain_openai_endpoint_gets_no_field_it_does_not_know(scripted_server):
