@@ -230,11 +230,14 @@ class PeerRepo(Repo):
             select(A2ARefusal).where(A2ARefusal.caller == caller, A2ARefusal.reason == reason)
         ).first()
         if row is None:
-            row = A2ARefusal(caller=caller, reason=reason, count=0, bytes=0, detail="", first_at=at, last_at=at)
+            row = A2ARefusal(
+                caller=caller, reason=reason, count=count, bytes=size, detail=detail, first_at=at, last_at=at
+            )
             self.session.add(row)
-        row.count += count
-        row.bytes += size
-        row.detail, row.last_at = detail, at
+        else:  # added in SQL, not from the value read: two batches written at once both count
+            row.count = A2ARefusal.count + count
+            row.bytes = A2ARefusal.bytes + size
+            row.detail, row.last_at = detail, at
         self.session.flush()
 
     def refusals(self, limit: int = 100) -> builtins.list[A2ARefusal]:
