@@ -886,7 +886,7 @@ async def deliver_due(services: WebServices, in_flight: set[int]) -> int:
     to this persona; how many were sent now."""
     from reach.a2a import A2AError, send_text
 
-    settings = services.settings()
+    settings = await anyio.to_thread.run_sync(services.settings)  # the config table: never read on the event loop
 
     def due() -> list[tuple[int, str, str, str | None]]:
         with services.managers.unit() as house:
@@ -904,7 +904,7 @@ async def deliver_due(services: WebServices, in_flight: set[int]) -> int:
                     row_id, error, retry_after_s=settings.a2a.retry_after_s, max_attempts=settings.a2a.max_attempts
                 )
 
-    me = services.persona().display_name
+    me = (await anyio.to_thread.run_sync(services.persona)).display_name
     rows = await anyio.to_thread.run_sync(due)
     in_flight.update(row[0] for row in rows)  # the next round does not send them again while these wait
 
@@ -947,7 +947,7 @@ async def outbox_running(get: Callable[[], Any], server: A2AServer | None = None
             every = 2.0
             if isinstance(services, WebServices):
                 try:
-                    settings = services.settings()
+                    settings = await anyio.to_thread.run_sync(services.settings)
                     every = settings.a2a.outbox_every_s
                     if settings.a2a.enabled:
                         job = asyncio.create_task(deliver_due(services, in_flight))

@@ -36,7 +36,10 @@ BROWSER_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-PAGE_TIMEOUT_MS = 15_000  # every page action and expectation, unless a test says longer
+# Hang guards, not timings: a page that works answers at once; on a loaded 2-core CI machine (two workers, a fuzz
+# run beside two personas) a page load with its seven static files has taken over 15 s.
+PAGE_TIMEOUT_MS = 30_000  # every page action and expectation, unless a test says longer
+NAVIGATION_TIMEOUT_MS = 60_000
 LAUNCH_TIMEOUT_MS = 30_000
 LOOP_START_S = 120.0  # run.py: settings, persona, embedder, agent, then the web app listens
 LOOP_STOP_S = 30.0

@@ -74,14 +74,14 @@ def page(browser, request):
     tests/artifacts/<test>.png."""
     from playwright.sync_api import expect
 
-    from tests.integration.browser import PAGE_TIMEOUT_MS, screenshot
+    from tests.integration.browser import NAVIGATION_TIMEOUT_MS, PAGE_TIMEOUT_MS, screenshot
 
     instance = browser.get()
     if instance is None:
         pytest.skip(browser.failure)
     context = instance.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(PAGE_TIMEOUT_MS)
-    context.set_default_navigation_timeout(PAGE_TIMEOUT_MS)
+    context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
     expect.set_options(timeout=PAGE_TIMEOUT_MS)
     tab = context.new_page()
     try:

@@ -25,14 +25,14 @@ def served(tmp_path_factory):
 def test_the_switcher_changes_the_language_and_it_sticks(browser, served):
     from playwright.sync_api import expect
 
-    from tests.integration.browser import PAGE_TIMEOUT_MS, screenshot
+    from tests.integration.browser import NAVIGATION_TIMEOUT_MS, PAGE_TIMEOUT_MS, screenshot
 
     instance = browser.get()
     if instance is None:
         pytest.skip(browser.failure)
     context = instance.new_context(viewport={"width": 1280, "height": 900}, locale="ja-JP")  # Accept-Language: ja-JP
     context.set_default_timeout(PAGE_TIMEOUT_MS)
-    context.set_default_navigation_timeout(PAGE_TIMEOUT_MS)
+    context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
     expect.set_options(timeout=PAGE_TIMEOUT_MS)
     page = context.new_page()
     try:

@@ -341,6 +341,8 @@ def test_the_owner_issues_and_revokes_over_the_api_and_the_token_is_shown_once(w
         assert token not in shown.text and token[: len(TOKEN_PREFIX) + 4] in shown.text
     assert web.client.post("/api/peers/nobody/credentials").status_code == 404
     assert web.client.put("/api/peers/bob/outgoing-credential", json={"token": "has space"}).status_code == 422
+    assert web.client.put("/api/peers/bob/outgoing-credential", json={"token": "+\u0085"}).status_code == 422
+    assert web.client.put("/api/peers/bob/outgoing-credential", json={"token": " padded "}).status_code == 422
     assert web.client.put("/api/peers/bob/outgoing-credential", json={"token": "from-bob"}).status_code == 204
     assert "from-bob" not in web.client.get("/api/peers/bob").text
     export = web.client.get("/api/persona/export")

@@ -11,6 +11,7 @@ from memory.note_kinds import Door
 from web.api.responses import PERSONA, UPLOAD_ERRORS, errors
 from web.context import WebServices, get_services, unit_of_work
 from web.schemas import MAX_ID
+from web.schemas.requests import VISIBLE
 from web.schemas.talk import Conversation, ConversationItem, NoteIn, Threads, VoiceNoteOut
 from web.services import talk
 from web.uploads import receive_upload
@@ -26,7 +27,7 @@ def read_conversation(
         None,
         min_length=1,
         max_length=210,
-        pattern=r"^(\d{1,12}|peer:\S.*)$",
+        pattern=rf"^([0-9]{{1,12}}|peer:{VISIBLE}.*)$",
         description=(
             "One conversation: a person's id, or `peer:<name>` "
             "(GET /api/conversations lists them); left out: every "

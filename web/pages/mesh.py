@@ -33,7 +33,7 @@ def add_peer(
 ):
     error = None
     try:
-        mesh.add_peer(house, PeerIn(name=name, a2a_url=a2a_url or None, note=note))
+        mesh.add_peer(house, PeerIn(name=name.strip(), a2a_url=a2a_url.strip() or None, note=note))
     except ServiceError as exc:
         error = exc.message
     except ValueError as exc:  # the form's fields, checked as the API's body is

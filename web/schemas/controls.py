@@ -4,7 +4,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from web.schemas.requests import JSON_BOOLEAN, JSON_NUMBER, REQUEST_BODY
+from web.schemas.requests import JSON_BOOLEAN, JSON_NUMBER, REQUEST_BODY, SPACE, VISIBLE
 
 
 class ControlIn(BaseModel):
@@ -83,13 +83,13 @@ class LLMAddIn(BaseModel):
         "to a bare host:port).",
         min_length=8,
         max_length=500,
-        pattern=r"^https?://[^\s/]+(/\S*)?$",
+        pattern=rf"^https?://[^{SPACE}/]+(/{VISIBLE}*)?$",
     )
     model: str = Field(
         description="The model the server runs, as its /models lists it.",
         min_length=1,
         max_length=200,
-        pattern=r"^\S(.*\S)?$",
+        pattern=rf"^{VISIBLE}(.*{VISIBLE})?$",
     )
     name: str | None = Field(
         None, description="What to call it here (its id is made from this, else from the model).", max_length=100

@@ -8,10 +8,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from web.schemas.requests import REQUEST_BODY
+from web.schemas.requests import REQUEST_BODY, VISIBLE
 
-PeerName = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
-PeerTag = Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_.-]{1,60}$")]
+# No strip_whitespace beside a pattern: str.strip() also eats U+0085 and others that the published pattern refuses,
+# so a padded value would be accepted where the schema says it must not be (the pages strip their form fields).
+PeerName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,120}$")]
+PeerTag = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,60}$")]
 
 
 class PeerIn(BaseModel):
@@ -19,11 +21,8 @@ class PeerIn(BaseModel):
 
     model_config = REQUEST_BODY
     name: PeerName
-    a2a_url: Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^https?://\S{1,490}$")] | None = None
-    did: (
-        Annotated[str, StringConstraints(strip_whitespace=True, pattern=r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]{1,180}$")]
-        | None
-    ) = None
+    a2a_url: Annotated[str, StringConstraints(pattern=rf"^https?://{VISIBLE}{{1,490}}$")] | None = None
+    did: Annotated[str, StringConstraints(pattern=r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]{1,180}$")] | None = None
     note: Annotated[str, StringConstraints(max_length=2000)] = ""
 
 
@@ -58,7 +57,7 @@ class OutgoingCredentialIn(BaseModel):
     """The credential the peer issued to this persona, sent with its messages to that peer (kept as a secret)."""
 
     model_config = REQUEST_BODY
-    token: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4096, pattern=r"^\S+$")]
+    token: Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=rf"^{VISIBLE}+$")]
 
 
 class A2ARefusedOut(BaseModel):

@@ -8,7 +8,8 @@ from pydantic import BeforeValidator, ConfigDict, Field
 REQUEST_BODY = ConfigDict(extra="forbid")
 # Text with something in it once stripped: a character Python's str.strip() keeps. Spelt out rather than `\S`, whose
 # meaning differs between Python (\x1c-\x1f are space), pydantic's Rust regex and the JSON Schema's ECMA one.
-VISIBLE = r"[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+SPACE = r"\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+VISIBLE = rf"[^{SPACE}]"
 
 
 def _json_number(value: Any) -> Any:
