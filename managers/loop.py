@@ -102,6 +102,23 @@ class LoopManager:
             thread_id=thread_id,
         )
 
+    def close_tick(self, thread_id: str, tick: int, *, status: str, summary: dict[str, Any], feedback: str) -> None:
+        """A tick ends: what did not run and why goes to the next prompt (`feedback`, the process log's one entry of
+        the kind), and its row keeps the summary and what its model calls cost."""
+        if feedback:
+            self.repos.processes.note("tick.feedback", feedback, status="error", thread_id=thread_id)
+        totals = self.repos.llm_calls.totals(thread_id, tick)
+        self.repos.ticks.finish(
+            thread_id,
+            tick,
+            status=status,
+            summary=summary,
+            llm_calls=int(totals["calls"]),
+            prompt_tokens=int(totals["prompt_tokens"]),
+            completion_tokens=int(totals["completion_tokens"]),
+            llm_ms=totals["latency_ms"],
+        )
+
     def is_child_thread(self, thread_id: str) -> bool:
         thread = self.repos.threads.get(thread_id)
         return thread is not None and thread.parent_id is not None
