@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from managers.errors import Refused
+from memory.repositories.stagnation import EscalationFacts
 
 if TYPE_CHECKING:
     from managers import Managers
     from memory.models import StagnationStrategy, ThinkingMethod
-    from memory.repositories.stagnation import EscalationFacts
 
 # the built-in mechanisms: name -> (class, relative cost)
 MECHANISMS: dict[str, tuple[str, int]] = {
@@ -158,4 +158,4 @@ class StrategyManager:
         return row
 
 
-__all__ = ["CLASSES", "MECHANISMS", "THINKING_METHODS", "StrategyManager"]
+__all__ = ["CLASSES", "MECHANISMS", "THINKING_METHODS", "EscalationFacts", "EscalationMenu", "StrategyManager"]

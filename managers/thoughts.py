@@ -23,11 +23,11 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from memory.repositories import NotFound
+from memory.repositories.messages import MessageLine
 from memory.store import record_turn
 
 if TYPE_CHECKING:
     from managers import Managers
-    from memory.repositories.messages import MessageLine
 
 THOUGHT_KINDS = ("response", "continuation", "stagnation_record")
 CLEANUP_MAX = 2000  # thoughts a cleanup sets aside at once (the next one goes on)
@@ -165,4 +165,4 @@ class ThoughtManager:
         return self.repos.items.set_status(active, "archived") if active else 0
 
 
-__all__ = ["FlaggedThought", "ThoughtManager"]
+__all__ = ["FlaggedThought", "MessageLine", "ThoughtManager"]

@@ -18,7 +18,7 @@ from managers.abstracts import delivery
 from nodes.attention import waiting
 from nodes.context import CYCLE, AnimaContext, services_of
 from nodes.state import MemoryUpkeep, TickState, UpkeepUpdate
-from nodes.upkeep import episodes_checked, generator, prune_memory, write_episode
+from nodes.upkeep import generator, prune_memory, today, write_episode
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,8 @@ def manage_memory(
         request = house.abstracts.due(thread_id, tick, manual=delivery(cycle, services.settings) == "manual")
         thread = services.reads.get(thread_id, tick, ("thread", thread_id), lambda: house.threads.get(thread_id))
         child = thread is not None and thread.parent_id is not None
-        episodes_due = not child and not episodes_checked(services, house.repos)
+        # today's look for missing summaries found none: nothing to do until tomorrow or the next dream
+        episodes_due = not child and not house.dreams.summaries_checked(today(services))
     every_pass = services.settings.memory_manager.every
     pass_due = not child and every_pass > 0 and tick > 0 and tick % every_pass == 0
     if (request or episodes_due or pass_due) and waiting(services, state.incoming_note_ids, (thread_id, tick)):

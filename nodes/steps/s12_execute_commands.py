@@ -26,7 +26,7 @@ from managers import Managers
 from managers.audience import ALONE, Audience
 from managers.consent import CommandCall
 from managers.threads import SIMULATION
-from memory import Repos, provenance
+from memory import provenance
 from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
 from nodes.commands.spec import CommandSpec
 from nodes.commands.thoughts import SELF_ERROR, flags_this_thought
@@ -99,7 +99,7 @@ def _failure_message(exc: Exception) -> str:
 
 
 def _context(
-    repos: Repos,
+    house: Managers,
     services: Services,
     commands: Registry,
     state: TickState,
@@ -108,8 +108,8 @@ def _context(
     llm_id: str | None,
     audience: Audience = ALONE,
 ) -> CommandContext:
-    return CommandContext(
-        repos=repos,
+    return CommandContext.within(
+        house,
         thread_id=thread_id,
         tick=state.tick,
         llm_id=llm_id,
@@ -207,7 +207,7 @@ def run_one(
                 house.consent.refused(call, "refused", refusal)
                 return {**base, "status": "refused", "result": refusal}, []
             ctx = _context(
-                house.repos,
+                house,
                 services,
                 commands,
                 state,
@@ -325,7 +325,7 @@ def run_approved(
                 cmd = Command(
                     cmd_id=row.cmd_id, type=row.type, args=spec.check(dict(row.args)), description=row.description
                 )  # parked by an older version: checked again
-                ctx = _context(house.repos, services, commands, state, row.thread_id, None, None)
+                ctx = _context(house, services, commands, state, row.thread_id, None, None)
                 result = spec.handler(cmd, ctx)
                 if not ctx.managers.consent.executed_on_approval(
                     row, result.output, status=result.status, tick=state.tick, now=now

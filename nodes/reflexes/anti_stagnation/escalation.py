@@ -37,11 +37,11 @@ import i18n
 from managers import Managers
 from managers.loop import context_mode
 from managers.owners import process_token
-from managers.strategies import MECHANISMS
-from managers.threads import DEFAULT_WINDOW_RATIO, SIMULATION, StelisRefused
+from managers.strategies import MECHANISMS, EscalationFacts
+from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused
+from managers.threads import SIMULATION as SIMULATION  # the rehearsal's origin, as the prompt's step reads it here
 from memory import provenance
 from memory.note_kinds import Door
-from memory.repositories.stagnation import EscalationFacts
 from memory.text import emotion_strengths
 from nodes.context import CYCLE, Services
 from nodes.reflexes.prompts import (

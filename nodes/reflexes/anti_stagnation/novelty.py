@@ -23,7 +23,7 @@ from nodes.state import NoveltySignals
 
 if TYPE_CHECKING:
     from managers import Managers
-    from memory.repositories.messages import MessageLine
+    from managers.thoughts import MessageLine
     from nodes.context import Services
     from nodes.state import TickState
 
