@@ -23,7 +23,8 @@ policy's `violation_at` is a violation: with `on_violation: block_commands_and_l
 **Approvals.** A parked command is an `approvals` row (`request`); the loop goes on thinking. The human answers from
 any door — `run.py approve/deny`, the web app, the MCP server — through `answer`: approved, the command runs once at
 the persona's next tick (the run, the approval's `executed` mark and the effect share one transaction, and only the
-transaction that moves the row from approved to executed commits); denied, it never runs and the persona reads the
+transaction that moves the row from approved to executed commits: `executed_on_approval`, which a document's
+settlement uses too); denied, it never runs and the persona reads the
 denial, with its reason, in its next prompt. An idle loop wakes on the answer. A document sent over a channel
 (`kb.add_document`, no command of the persona's) is settled at once: added to the knowledge base, or its kept bytes
 deleted. Every decision goes to the audit log (`audit`, `record`).
