@@ -3,18 +3,28 @@ blocks (made, empty, when missing), the newest active llm_memory entries oldest 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from memory.db import Database
 from nodes.steps.s04_prepare_context.memory_lines import strategy_line
+from tests.fakes.managers import managers_over
+
+
+def _strategy(repos, tainted: bool = False) -> list[str]:
+    standing = managers_over(repos).prompt.standing(
+        datetime.now(UTC), focus_tags=None, delivery="auto", episode_days=3, tainted=tainted
+    )
+    return strategy_line(standing)
 
 
 def test_strategy_line_is_the_latest_insights_strategy(tmp_path):
     db = Database.open(tmp_path)
     with db.unit() as repos:
-        assert strategy_line(repos) == []
+        assert _strategy(repos) == [] and _strategy(repos, tainted=True) == []
         repos.insights.add("first", strategy="walk the shore")
-        assert strategy_line(repos) == ["walk the shore"]
+        assert _strategy(repos) == ["walk the shore"] == _strategy(repos, tainted=True)
         repos.insights.add("second", strategy="")
-        assert strategy_line(repos) == []  # the latest has none: nothing older is shown
+        assert _strategy(repos) == [] == _strategy(repos, tainted=True)  # the latest has none: nothing older is shown
     db.close()
 
 
@@ -52,12 +62,12 @@ def test_focus_text_takes_the_last_thought_else_the_last_continuation(tmp_path):
     with db.unit() as repos:
         repos.session.add(Thread(id="main"))
         repos.session.flush()
-        assert focus_text(repos, "main", [], []) == ""
+        assert focus_text(managers_over(repos), "main", [], []) == ""
         repos.messages.add_keyed("c", thread_id="main", kind="continuation", content="a continued line")
-        assert focus_text(repos, "main", [], []) == "a continued line"
+        assert focus_text(managers_over(repos), "main", [], []) == "a continued line"
         repos.messages.add_keyed("r1", thread_id="main", kind="response", content="first thought")
         repos.messages.add_keyed("r2", thread_id="main", kind="response", content="x" * 900 + "latest thought")
-        text = focus_text(repos, "main", [], [])
+        text = focus_text(managers_over(repos), "main", [], [])
         assert text.endswith("latest thought") and "first" not in text and len(text) < 900
     db.close()
 
