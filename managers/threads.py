@@ -3,8 +3,10 @@
 The rules of their lifecycle that need only the transaction live here: how deep a child may be and how small its
 window, its row and its parent's `stelis_anchor` written together, how it ends, which thread a root's ticks run in.
 Writing the chronicle (a model summarises the child's whole log) and rendering a thread's history for a prompt live
-with the tick (nodes/stelis/); the playbook's `stelis_start`/`stelis_end` nodes, the `stelis.*` commands, the task
-cycles and start-up all come here through nodes/stelis/threads.py or `Managers.threads`."""
+with the tick (nodes/stelis/); what they read is here — a thread's timeline (its ancestors' messages up to each
+anchor, then its own), what an anchor shows of its child, what a chronicle is written from. The playbook's
+`stelis_start`/`stelis_end` nodes, the `stelis.*` commands, the task cycles and start-up all come here through
+nodes/stelis/threads.py or `Managers.threads`."""
 
 from __future__ import annotations
 

@@ -83,3 +83,35 @@ def test_task_counts_and_the_humans_last_note_time(tmp_path):
         at = repos.notes.latest_human_at()
         assert at is not None and at.replace(tzinfo=None) == note.created_at.replace(tzinfo=None)
     db.close()
+
+
+def test_the_resident_memory_is_read_at_once_as_the_prompt_shows_it(tmp_path):
+    """`PromptManager.standing`: abstracts on request name only the newest; otherwise the focus tags' newest first,
+    the newest of all when none has the tags; the blocks, goals, open tasks and the model's notes beside them."""
+    from nodes.steps.s04_prepare_context.memory_lines import abstract_lines, goal_lines
+
+    db = Database.open(tmp_path)
+    now = datetime.now(UTC)
+    with db.unit() as repos:
+        older = repos.abstracts.add("tides", "the moon pulls", tags=["sea"])
+        newest = repos.abstracts.add("bread", "flour and time", tags=["kitchen"])
+        repos.blocks.write("notepad", "tides at six")
+        repos.goals.add("learn the tides", horizon="short", priority=5)
+        repos.tasks.add("read a tide table")
+        repos.llm_memory.add("the sea is patient", title="idea")
+    with db.unit() as repos:
+        prompt = managers_over(repos).prompt
+        asked = prompt.standing(now, focus_tags=None, delivery="manual", episode_days=3, tainted=False)
+        assert asked.abstract_on_request == newest.id and list(asked.abstracts) == []
+        assert abstract_lines(asked, on_request="ask for {id}") == [f"ask for {newest.id}"]
+        focused = prompt.standing(now, focus_tags=["sea"], delivery="auto", episode_days=3, tainted=False)
+        assert [a.id for a in focused.abstracts] == [older.id] and focused.abstract_on_request is None
+        unfocused = prompt.standing(now, focus_tags=["nothing"], delivery="auto", episode_days=3, tainted=False)
+        assert [a.id for a in unfocused.abstracts] == [newest.id, older.id]  # newest first; shown oldest first
+        assert abstract_lines(unfocused)[-1].startswith(f"[abstract {newest.id} bread]")
+        assert (unfocused.core, unfocused.notepad) == ("", "tides at six")
+        assert [m.content for m in unfocused.ideas] == ["the sea is patient"]
+        lines = goal_lines(unfocused)
+        assert any("learn the tides" in line and "short" in line for line in lines)
+        assert "tasks: 1 open" in lines and any("read a tide table" in line for line in lines)
+    db.close()
