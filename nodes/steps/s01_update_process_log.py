@@ -27,10 +27,9 @@ def update_process_log(
     mode = params.get("mode") or state.mode or "chat"
     now = services.clock()
     with services.db.unit() as repos:
-        house = services.managers.over(repos)
-        house.loop.preload_tick(root)  # what the tick's steps read, once for the tick
+        services.managers.over(repos).loop.preload_tick(root)  # what the tick's steps read, once for the tick
         services.refresh(repos)
-        opened = house.loop.open_tick(
+        opened = services.managers.over(repos).loop.open_tick(  # with the settings as refreshed
             root,
             state.thread_id or root,
             after=state.tick,
