@@ -64,7 +64,7 @@ def parent_cost(agent) -> dict:
     services = agent.services
     count = services.llms.primary().count_tokens
     with services.db.unit() as repos:
-        history = render_timeline(repos, agent.thread_id)
+        history = render_timeline(services.managers.over(repos).threads, agent.thread_id)
         steps = repos.messages.log(agent.thread_id, kinds=("step",))
         synth = next((m for m in reversed(steps) if m.meta.get("node") == "synthesize"), None)
         children = repos.threads.children(agent.thread_id)

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from managers.people import PeopleManager
     from managers.persona import PersonaManager
     from managers.processes import ProcessManager
+    from managers.prompt import PromptManager
     from managers.reports import ReportManager
     from managers.reputation import ReputationManager
     from managers.sessions import SessionManager
@@ -171,6 +172,14 @@ class Managers:
         self.repos = repos
         self._deps = deps
         self.actor = actor  # whom this unit acts for: what its reads may show (managers/audience.py)
+
+    def acting_for(self, actor: Audience) -> Managers:
+        """This unit's managers acting for another actor (what their reads may show), in the same transaction."""
+        return Managers(self.repos, self._deps, actor=actor)
+
+    def with_deps(self, deps: ManagerDeps, *, actor: Audience) -> Managers:
+        """Managers in the same transaction with other dependencies (a command's clock and the tick's settings)."""
+        return Managers(self.repos, deps, actor=actor)
 
     @cached_property
     def deps(self) -> ManagerDeps:
@@ -328,6 +337,13 @@ class Managers:
         from managers.threads import ThreadManager
 
         return ThreadManager(self)
+
+    @cached_property
+    def prompt(self) -> PromptManager:
+        """What a tick's prompt shows of the persona's memory (managers/prompt.py)."""
+        from managers.prompt import PromptManager
+
+        return PromptManager(self)
 
     # the memory tiers
     @cached_property

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping
-from datetime import datetime
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from memory.upkeep.abstracts import request_abstract
 
 if TYPE_CHECKING:
     from managers import Managers
+    from memory.models import Thread
     from persona import Persona
     from persona.settings import Settings
 
@@ -64,10 +66,25 @@ CYCLE_OVERRIDES = {
 }
 
 
+@dataclass(frozen=True)
+class OpenedTick:
+    """A tick as its first step opened it: the thread it runs in, its number, its row's summary (its starts, an
+    answer a killed run kept), the rows of its thread and its root as read now (later steps reuse them), and what
+    became of the process log: how many results the model had seen were closed, which stale ones timed out."""
+
+    thread_id: str
+    tick: int
+    summary: dict[str, Any]
+    threads: tuple[Thread, ...]
+    closed: int
+    timed_out: tuple[int, ...]
+
+
 class LoopManager:
     """A thread's cycle settings, in one unit of work."""
 
     def __init__(self, house: Managers) -> None:
+        self.house = house
         self.repos = house.repos
         self.settings: Settings = house.deps.settings
 
@@ -78,6 +95,57 @@ class LoopManager:
     def preload_tick_decision(self, thread_id: str) -> None:
         """What decides whether a deployed persona thinks now, read in one statement (the unit's config cache)."""
         self.repos.config.preload_tick_decision(thread_id)
+
+    def preload_tick(self, root: str) -> None:
+        """What the tick's steps read of the config table, in one statement for the whole tick (what was set before
+        it; its own writes are read again)."""
+        self.repos.config.preload_tick(root)
+
+    def open_tick(
+        self,
+        root: str,
+        wanted: str,
+        *,
+        after: int,
+        mode: str,
+        label: str,
+        playbook: str,
+        persona: str,
+        seen: Iterable[int],
+        now: datetime,
+        max_starts: int,
+    ) -> OpenedTick:
+        """Open the next tick: the root thread made when first used; the tick runs in `wanted` when that is a
+        playbook's region or a task's sub-cycle, else in the thread the root's ticks run in (a Stelis child the
+        persona entered); its number is the first after `after` not yet finished, and its row counts its starts —
+        a tick started over `max_starts` times (the process died each time) is quarantined and the next one taken.
+        The process results the model has `seen` are closed, and the thread's stale ones time out
+        (`cycle.process_timeout_s`)."""
+        repos = self.repos
+        repos.threads.ensure(root, label=label, playbook=playbook, persona=persona, origin="root")
+        current = repos.threads.get(wanted)
+        if current is not None and current.origin in ("playbook", "task"):
+            thread_id = current.id  # a playbook's Stelis region, or a task's sub-cycle, stays in its own thread
+        else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
+            thread_id = self.house.threads.active(root)
+        tick = repos.ticks.next_unfinished(thread_id, after + 1)
+        started = repos.ticks.start(thread_id, tick, mode)
+        while (started.summary or {}).get("attempts", 1) > max_starts:
+            self.quarantine(
+                thread_id,
+                tick,
+                step=None,
+                error=f"started {max_starts} times without finishing: the process died each time",
+            )
+            tick += 1
+            started = repos.ticks.start(thread_id, tick, mode)
+        repos.threads.set_tick(thread_id, tick)
+        rows = tuple(row for row in (repos.threads.get(thread_id), repos.threads.get(root)) if row is not None)
+        closed = repos.processes.close(seen)
+        timed_out = repos.processes.time_out_stale(
+            thread_id, timedelta(seconds=self.settings.cycle.process_timeout_s), now
+        )
+        return OpenedTick(thread_id, tick, dict(started.summary or {}), rows, closed, tuple(p.id for p in timed_out))
 
     def playbook_run(self, thread_id: str, playbook: str) -> dict[str, Any]:
         """The playbook's last run on the thread (run_id, status, inputs), or {}."""

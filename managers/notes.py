@@ -83,6 +83,11 @@ class NoteManager:
         """The visible notes (hidden ones left out)."""
         return self.repos.notes.list(source=source, unread_only=unread_only, limit=limit, include_hidden=False)
 
+    def unread(self, limit: int) -> builtins.list[Note]:
+        """The unread notes a tick reads when no filter is in force: at most `limit`, highest priority first, the
+        oldest first within a priority."""
+        return self.repos.notes.unread_incoming(limit=limit)
+
     def incoming(self, wanted: NotesFilter, *, limit: int, now: datetime) -> Incoming:
         """The unread notes a tick shows under `wanted` (settings NotesFilter: the owner's always), at most `limit`,
         highest priority first."""

@@ -3,28 +3,54 @@
 The rules of their lifecycle that need only the transaction live here: how deep a child may be and how small its
 window, its row and its parent's `stelis_anchor` written together, how it ends, which thread a root's ticks run in.
 Writing the chronicle (a model summarises the child's whole log) and rendering a thread's history for a prompt live
-with the tick (nodes/stelis/); the playbook's `stelis_start`/`stelis_end` nodes, the `stelis.*` commands, the task
-cycles and start-up all come here through nodes/stelis/threads.py or `Managers.threads`."""
+with the tick (nodes/stelis/); what they read is here — a thread's timeline (its ancestors' messages up to each
+anchor, then its own), what an anchor shows of its child, what a chronicle is written from. The playbook's
+`stelis_start`/`stelis_end` nodes, the `stelis.*` commands, the task cycles and start-up all come here through
+nodes/stelis/threads.py or `Managers.threads`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from managers.errors import Refused
-from memory.repositories import NotFound, anchor_key
+from memory.repositories import TIMELINE_KINDS, NotFound, anchor_key
+from memory.repositories.messages import MessageLine
 
 if TYPE_CHECKING:
     from managers import Managers
-    from memory import Repos
-    from memory.models import Message, Thread
+    from memory.models import Message, ProcessLog, Thread
 
 DEFAULT_WINDOW_RATIO = 0.8
 SIMULATION = "simulation"  # the origin of a thread the anti-stagnation escalation moved a task into, to rehearse it
 MIN_CHILD_WINDOW = 1024  # tokens; a smaller window cannot hold a useful prompt
-# how an anchor reads to a viewer: (repos, anchor, viewer id, the viewer's lineage) -> text (nodes/stelis/history.py)
-AnchorRenderer = Callable[["Repos", "Message", str, set[str]], str]
+ANCHOR_LAST_MESSAGES = 3  # an anchor shows its child's last messages in full
+# how an anchor reads to a viewer: (the threads, anchor, viewer id, the viewer's lineage) -> text
+# (nodes/stelis/history.py)
+AnchorRenderer = Callable[["ThreadManager", "Message", str, set[str]], str]
+
+
+@dataclass(frozen=True)
+class AnchorDetail:
+    """What an anchor shows of its child beyond its row: how many messages it has, and its last ones in full."""
+
+    count: int
+    last: Sequence[MessageLine]
+
+
+@dataclass(frozen=True)
+class ChronicleSource:
+    """What a child's chronicle is written from: the thread, the ids of its lineage (an anchor to one of them is a
+    line), every message of its log and every command result, how many messages it has and the last ones its
+    anchor shows in full (the chronicle need not repeat them)."""
+
+    thread: Thread | None
+    lineage: frozenset[str]
+    messages: Sequence[Message]
+    results: Sequence[ProcessLog]
+    count: int
+    shown: Sequence[Message]
 
 
 class StelisRefused(RuntimeError):
@@ -224,14 +250,113 @@ class ThreadManager:
         if anchor is None:
             raise NotFound(f"no Stelis thread {thread_id!r}")
         lineage = {t.id for t in self.repos.threads.lineage(viewer_id)}
-        return render(self.repos, anchor, viewer_id, lineage)
+        return render(self, anchor, viewer_id, lineage)
+
+    def compressed(
+        self,
+        key: str,
+        *,
+        thread_id: str,
+        tick: int,
+        summary: str,
+        chunks: Sequence[Message],
+        previous: Message | None,
+        pre_chars: int,
+        llm_calls: int,
+    ) -> None:
+        """A continuation thread's text since its last compression (`previous`), distilled: the summary is its
+        `compression` message, which the prompt starts from; nothing is deleted (it lists the chunks it stands for).
+        Once per tick (`key`)."""
+        self.repos.messages.upsert(
+            key,
+            thread_id=thread_id,
+            tick=tick,
+            kind="compression",
+            role="system",
+            content=summary.rstrip() + "\n",
+            meta={
+                "source_ids": [m.id for m in chunks],
+                "previous_compression": previous.id if previous else None,
+                "pre_chars": pre_chars,
+                "llm_calls": llm_calls,
+            },
+        )
+
+    # -- a thread's history, as a prompt shows it (rendered by nodes/stelis/history.py) ----------------------------
+
+    def adopt(self, known: Thread | None, thread_id: str) -> Thread | None:
+        """The thread's row: `known` (as an earlier unit of the tick read it: held without reading it again), else
+        read now."""
+        return self.repos.threads.adopt(known) if known is not None else self.repos.threads.get(thread_id)
+
+    def timeline(
+        self,
+        viewer_id: str,
+        last: int | None = None,
+        kinds: Iterable[str] = TIMELINE_KINDS,
+        columns: tuple[str, ...] | None = None,
+    ) -> list[MessageLine]:
+        """The viewer's history oldest first: its ancestors' messages up to each anchor (where the next thread of its
+        lineage was opened), then its own. `columns`: only these of each message (a reader that needs only ids skips
+        decoding the rest)."""
+        kinds = tuple(kinds)
+        lineage = self.repos.threads.lineage(viewer_id) or []
+        if not lineage:
+            return self.repos.messages.log_lines(viewer_id, kinds=kinds, last=last, columns=columns)
+        parts: list[list[MessageLine]] = []
+        remaining = last
+        for index in range(len(lineage) - 1, -1, -1):
+            thread = lineage[index]
+            upto = None
+            if index < len(lineage) - 1:
+                anchor = self.repos.messages.anchor_for(lineage[index + 1].id)
+                if anchor is None or anchor.thread_id != thread.id:
+                    break  # an anchor was lost: show nothing from before the child was opened
+                upto = anchor.id
+            rows = self.repos.messages.log_lines(thread.id, upto_id=upto, kinds=kinds, last=remaining, columns=columns)
+            parts.append(rows)
+            if remaining is not None:
+                remaining -= len(rows)
+                if remaining <= 0:
+                    break
+        return [m for rows in reversed(parts) for m in rows]
+
+    def messages(self, ids: Iterable[int]) -> list[MessageLine]:
+        """These messages whole, as the timeline gives them (a reader that chose them by id)."""
+        return self.repos.messages.lines_by_id(ids)
+
+    def lineage_ids(self, viewer_id: str) -> set[str]:
+        """The viewer and its ancestors: an anchor to one of them is a line, never expanded."""
+        return {t.id for t in self.repos.threads.lineage(viewer_id)} | {viewer_id}
+
+    def anchor_detail(self, child_id: str) -> AnchorDetail:
+        """What an anchor shows in full of its child: its message count and its last messages."""
+        return AnchorDetail(
+            count=self.repos.messages.count(child_id),
+            last=self.repos.messages.log_lines(child_id, kinds=TIMELINE_KINDS, last=ANCHOR_LAST_MESSAGES),
+        )
+
+    def chronicle_source(self, thread_id: str) -> ChronicleSource:
+        """Everything a child's chronicle is written from (ChronicleSource)."""
+        thread = self.repos.threads.get(thread_id)
+        lineage = frozenset(t.id for t in self.repos.threads.lineage(thread_id))
+        messages = self.repos.messages.log(thread_id)
+        results = self.repos.processes.of_thread(thread_id)
+        count = self.repos.messages.count(thread_id)
+        shown = self.repos.messages.log(thread_id, kinds=TIMELINE_KINDS, last=ANCHOR_LAST_MESSAGES)
+        return ChronicleSource(thread, lineage, messages, results, count, shown)
 
 
 __all__ = [
+    "ANCHOR_LAST_MESSAGES",
     "DEFAULT_WINDOW_RATIO",
     "MIN_CHILD_WINDOW",
     "SIMULATION",
+    "TIMELINE_KINDS",
+    "AnchorDetail",
     "AnchorRenderer",
+    "ChronicleSource",
+    "MessageLine",
     "RehearsalEnd",
     "StelisRefused",
     "ThreadManager",

@@ -34,7 +34,6 @@ from typing_extensions import TypedDict
 from managers import ManagerDeps, Managers
 from managers.audience import ALONE, Audience
 from managers.consent import EFFECTS, PRIVILEGED, Asked, Effect  # noqa: F401 - PRIVILEGED: nodes.commands re-exports it
-from memory import Repos
 from memory.provenance import Source
 from nodes.commands.args import Args, NoArgs, check_args, describe
 from nodes.commands.model import Command
@@ -42,7 +41,7 @@ from nodes.commands.model import Command
 
 @dataclass
 class CommandContext:
-    repos: Repos  # the transaction the command's effect and its exactly-once record share
+    house: Managers  # the unit of work (its transaction) the command's effect and its exactly-once record share
     thread_id: str
     tick: int
     llm_id: str | None
@@ -56,18 +55,11 @@ class CommandContext:
     after_commit: list[Callable[[], None]] = field(default_factory=list)  # e.g. start a process its row records
     audience: Audience = ALONE  # whom the tick answers: what the managers read is what they may see
 
-    @classmethod
-    def within(cls, house: Managers, **fields: Any) -> CommandContext:
-        """A command's context in the unit of work whose managers the caller holds: its effect and its record share
-        that transaction."""
-        return cls(repos=house.repos, **fields)
-
     @cached_property
     def managers(self) -> Managers:
         """The domain managers over this command's transaction (managers/), in the audience's scope."""
         services = self.services
-        return Managers(
-            self.repos,
+        return self.house.with_deps(
             ManagerDeps(
                 settings=self.settings,
                 clock=lambda: self.now,

@@ -102,9 +102,10 @@ def ask_llm(state: TickState, runtime: Runtime[AnimaContext], node: Any = None, 
     task_id = getattr(runtime.execution_info, "task_id", None) or uuid.uuid4().hex
     needs_history = "history" in referenced_names(node.prompt) | referenced_names(node.system or "")
     with services.db.unit() as repos:
-        services.managers.over(repos).threads.ensure_root(thread_id, persona=services.persona.name, playbook=playbook)
+        house = services.managers.over(repos)
+        house.threads.ensure_root(thread_id, persona=services.persona.name, playbook=playbook)
         window = thread_window(services, repos, thread_id)
-        history = render_timeline(repos, thread_id) if needs_history else []
+        history = render_timeline(house.threads, thread_id) if needs_history else []
     count = services.llms.primary().count_tokens
     max_tokens = max(16, min(node.max_tokens, window // 2))
     budget = window - max_tokens - SAFETY_TOKENS

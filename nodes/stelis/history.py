@@ -8,43 +8,17 @@ itself or any of its descendants it is one line, so a thread never contains itse
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from datetime import datetime
+from typing import TYPE_CHECKING, TypeAlias
 
-from memory import Repos
-from memory.models import Message, Thread
-from memory.repositories import TIMELINE_KINDS
-from memory.repositories.messages import MessageLine
+from managers.threads import ANCHOR_LAST_MESSAGES, MessageLine, ThreadManager
+
+if TYPE_CHECKING:
+    from memory.models import Message, Thread
 
 Shown: TypeAlias = "Message | MessageLine"  # a message as its history renders it (only its loaded columns are read)
 
-ANCHOR_LAST_MESSAGES = 3
-
-
-def timeline(
-    repos: Repos, viewer_id: str, last: int | None = None, kinds=TIMELINE_KINDS, columns: tuple[str, ...] | None = None
-) -> list[MessageLine]:
-    """The viewer's history oldest first: its ancestors' messages up to each anchor, then its own. `columns`: only
-    these of each message (a reader that needs only ids skips decoding the rest)."""
-    lineage = repos.threads.lineage(viewer_id) or []
-    if not lineage:
-        return repos.messages.log_lines(viewer_id, kinds=kinds, last=last, columns=columns)
-    parts: list[list[MessageLine]] = []
-    remaining = last
-    for index in range(len(lineage) - 1, -1, -1):
-        thread = lineage[index]
-        upto = None
-        if index < len(lineage) - 1:
-            anchor = repos.messages.anchor_for(lineage[index + 1].id)
-            if anchor is None or anchor.thread_id != thread.id:
-                break  # an anchor was lost: show nothing from before the child was opened
-            upto = anchor.id
-        rows = repos.messages.log_lines(thread.id, upto_id=upto, kinds=kinds, last=remaining, columns=columns)
-        parts.append(rows)
-        if remaining is not None:
-            remaining -= len(rows)
-            if remaining <= 0:
-                break
-    return [m for rows in reversed(parts) for m in rows]
+__all__ = ["ANCHOR_LAST_MESSAGES", "render_anchor", "render_item", "render_message", "render_timeline"]
 
 
 def render_message(message: Shown) -> str:
@@ -65,15 +39,17 @@ def render_message(message: Shown) -> str:
     return f"[tick {message.tick}] {message.content.strip()}{tail}"
 
 
-def _when(moment) -> str:
+def _when(moment: datetime | None) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S} UTC" if moment else "?"
 
 
-def render_anchor(repos: Repos, anchor: Shown, viewer_id: str, viewer_lineage: set[str], nested: bool = False) -> str:
+def render_anchor(
+    threads: ThreadManager, anchor: Shown, viewer_id: str, viewer_lineage: set[str], nested: bool = False
+) -> str:
     """Full expansion for outsiders; one line for the child itself, its descendants, and anchors
     quoted inside another anchor (so expansion never recurses)."""
     child_id = (anchor.meta or {}).get("child", "")
-    child: Thread | None = repos.threads.get(child_id)
+    child: Thread | None = threads.get(child_id)
     label = child.label if child else (anchor.meta or {}).get("label", child_id)
     if child_id in viewer_lineage:
         inside = " — you are inside it" if child_id == viewer_id else ""
@@ -82,7 +58,8 @@ def render_anchor(repos: Repos, anchor: Shown, viewer_id: str, viewer_lineage: s
         return f'[Stelis thread "{label}" ({child_id}): its record is missing]'
     if nested:
         return f'[Stelis thread "{label}" ({child.id}) — {child.status}]'
-    count = repos.messages.count(child.id)
+    detail = threads.anchor_detail(child.id)
+    count = detail.count
     lines = [f'[Stelis thread "{label}" ({child.id}) — {child.status}]']
     timing = f"started {_when(child.created_at)}"
     if child.status == "running":
@@ -93,24 +70,23 @@ def render_anchor(repos: Repos, anchor: Shown, viewer_id: str, viewer_lineage: s
     if child.status == "aborted" and child.error:
         lines.append(f"Aborted because: {child.error}")
     lines.append("Chronicle: " + (child.chronicle.strip() if child.chronicle else "(not written yet)"))
-    last = repos.messages.log_lines(child.id, kinds=TIMELINE_KINDS, last=ANCHOR_LAST_MESSAGES)
+    last = detail.last
     if last:
         lines.append(f"Its last {len(last)} message(s), in full:")
-        lines += [render_item(repos, m, viewer_id, viewer_lineage, nested=True) for m in last]
+        lines += [render_item(threads, m, viewer_id, viewer_lineage, nested=True) for m in last]
     return "\n".join(lines)
 
 
-def render_item(repos: Repos, message: Shown, viewer_id: str, viewer_lineage: set[str], nested: bool = False) -> str:
+def render_item(
+    threads: ThreadManager, message: Shown, viewer_id: str, viewer_lineage: set[str], nested: bool = False
+) -> str:
     if message.kind == "stelis_anchor":
-        return render_anchor(repos, message, viewer_id, viewer_lineage, nested)
+        return render_anchor(threads, message, viewer_id, viewer_lineage, nested)
     return render_message(message)
 
 
-def lineage_ids(repos: Repos, viewer_id: str) -> set[str]:
-    return {t.id for t in repos.threads.lineage(viewer_id)} | {viewer_id}
-
-
-def render_timeline(repos: Repos, viewer_id: str, last: int | None = None) -> list[str]:
-    """The viewer's history as rendered items, oldest first (each item atomic: never cut)."""
-    seen = lineage_ids(repos, viewer_id)
-    return [render_item(repos, m, viewer_id, seen) for m in timeline(repos, viewer_id, last)]
+def render_timeline(threads: ThreadManager, viewer_id: str, last: int | None = None) -> list[str]:
+    """The viewer's history as rendered items, oldest first (each item atomic: never cut); the history itself is
+    `ThreadManager.timeline`'s."""
+    seen = threads.lineage_ids(viewer_id)
+    return [render_item(threads, m, viewer_id, seen) for m in threads.timeline(viewer_id, last)]

@@ -22,11 +22,11 @@ import i18n
 from llm import AllLLMsUnavailable
 from managers import Managers  # the thread rules (managers/threads.py); its names are re-exported here
 from managers.owners import owner_alive, process_token
+from managers.threads import ThreadManager
 from memory import Repos
 from memory.models import Thread
-from memory.repositories import TIMELINE_KINDS
 from nodes.context import Services
-from nodes.stelis.history import ANCHOR_LAST_MESSAGES, render_item
+from nodes.stelis.history import render_item
 from nodes.stelis.prompts import CHRONICLE_FALLBACK, CHRONICLE_INSTRUCTION, CHRONICLE_MERGE_PROMPT, CHRONICLE_PROMPT
 from nodes.summarise import summarise
 
@@ -124,27 +124,22 @@ def open_thread(
     )
 
 
-def chronicle_source(repos: Repos, thread_id: str) -> str:
-    """The child's whole log: every message (anchors to its own children expanded) and command result."""
-    seen = {t.id for t in repos.threads.lineage(thread_id)}
-    entries = [(m.created_at, m.id, render_item(repos, m, thread_id, seen)) for m in repos.messages.log(thread_id)]
-    entries += [
-        (p.created_at, p.id, f"[result of {p.name}: {p.status}] {p.value}")
-        for p in repos.processes.of_thread(thread_id)
-    ]
+def chronicle_source(threads: ThreadManager, thread_id: str) -> tuple[Thread | None, str, int, str]:
+    """The child's row, its whole log — every message (anchors to its own children expanded) and command result —,
+    how many messages it has, and the last ones its anchor shows in full."""
+    source = threads.chronicle_source(thread_id)
+    seen = set(source.lineage)
+    entries = [(m.created_at, m.id, render_item(threads, m, thread_id, seen)) for m in source.messages]
+    entries += [(p.created_at, p.id, f"[result of {p.name}: {p.status}] {p.value}") for p in source.results]
     entries.sort(key=lambda e: (e[0].replace(tzinfo=None).isoformat() if e[0] else "", e[1]))
-    return "\n\n".join(text for _, _, text in entries)
+    shown = "\n\n".join(m.content for m in source.shown)
+    return source.thread, "\n\n".join(text for _, _, text in entries), source.count, shown
 
 
 def write_chronicle(services: Services, thread_id: str, *, use_llm: bool = True) -> str:
     """The chronicle of everything in the thread. Falls back to a plain record when no model answers."""
-    with services.db.unit() as repos:
-        thread = repos.threads.get(thread_id)
-        text = chronicle_source(repos, thread_id)
-        count = repos.messages.count(thread_id)
-        shown = "\n\n".join(
-            m.content for m in repos.messages.log(thread_id, kinds=TIMELINE_KINDS, last=ANCHOR_LAST_MESSAGES)
-        )
+    with services.managers.unit() as house:
+        thread, text, count, shown = chronicle_source(house.threads, thread_id)
     if thread is None:
         return ""
     if not text.strip():
@@ -214,3 +209,22 @@ def recover_orphans(services: Services, notify: Callable[[str], None] | None = N
         log.warning("aborted orphaned Stelis thread %s: %s", thread_id, reason)
         results.append(result)
     return results
+
+
+__all__ = [
+    "CHRONICLE_SHARE",
+    "CHRONICLE_TOKENS",
+    "StelisResult",
+    "active_thread",
+    "child_thread_id",
+    "chronicle_source",
+    "close_thread",
+    "finish_thread",
+    "managers_of",
+    "open_thread",
+    "process_token",
+    "recover_orphans",
+    "set_active_thread",
+    "thread_window",
+    "write_chronicle",
+]

@@ -4,7 +4,6 @@ it finishes is quarantined here (nodes/quarantine.py) rather than started again.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -15,9 +14,8 @@ from nodes.context import (
     checkpoint_thread_of,
     services_of,
 )
-from nodes.quarantine import MAX_TICK_STARTS, quarantine_tick
+from nodes.quarantine import MAX_TICK_STARTS
 from nodes.state import SamplingParams, TickState, TickValues
-from nodes.stelis.threads import active_thread
 
 
 def update_process_log(
@@ -29,42 +27,25 @@ def update_process_log(
     mode = params.get("mode") or state.mode or "chat"
     now = services.clock()
     with services.db.unit() as repos:
-        repos.config.preload_tick(root)  # what the tick's steps read, once for the tick
+        services.managers.over(repos).loop.preload_tick(root)  # what the tick's steps read, once for the tick
         services.refresh(repos)
-        repos.threads.ensure(
+        opened = services.managers.over(repos).loop.open_tick(  # with the settings as refreshed
             root,
+            state.thread_id or root,
+            after=state.tick,
+            mode=mode,
             label=params.get("label", ""),
             playbook=params.get("playbook", ""),
             persona=services.persona.name,
-            origin="root",
+            seen=state.shown_process_ids,
+            now=now,
+            max_starts=MAX_TICK_STARTS,
         )
-        current = repos.threads.get(state.thread_id or root)
-        if current is not None and current.origin in ("playbook", "task"):
-            thread_id = current.id  # a playbook's Stelis region, or a task's sub-cycle, stays in its own thread
-        else:  # the persona may have entered a Stelis thread itself (stelis.start): its ticks run there
-            thread_id = active_thread(services, repos, root)
-        tick = repos.ticks.next_unfinished(thread_id, state.tick + 1)
-        started = repos.ticks.start(thread_id, tick, mode)
-        while (started.summary or {}).get("attempts", 1) > MAX_TICK_STARTS:
-            quarantine_tick(
-                services.managers.over(repos),
-                thread_id,
-                tick,
-                step=None,
-                error=(f"started {MAX_TICK_STARTS} times without finishing: the process died each time"),
-            )
-            tick += 1
-            started = repos.ticks.start(thread_id, tick, mode)
-        repos.threads.set_tick(thread_id, tick)
-        services.reads.start(thread_id, tick)
-        services.reads.put(thread_id, tick, TICK_SUMMARY, dict(started.summary or {}))
-        for row in (repos.threads.get(thread_id), repos.threads.get(root)):  # what later steps ask of the threads
-            if row is not None:
-                services.reads.put(thread_id, tick, ("thread", row.id), row)
-        closed = repos.processes.close(state.shown_process_ids)
-        timed_out = repos.processes.time_out_stale(
-            thread_id, timedelta(seconds=services.settings.cycle.process_timeout_s), now
-        )
+    thread_id, tick = opened.thread_id, opened.tick
+    services.reads.start(thread_id, tick)
+    services.reads.put(thread_id, tick, TICK_SUMMARY, opened.summary)
+    for row in opened.threads:  # what later steps ask of the threads
+        services.reads.put(thread_id, tick, ("thread", row.id), row)
     base: SamplingParams = services.settings.sampling.params()  # type: ignore[assignment]
     return {
         "thread_id": thread_id,
@@ -94,5 +75,5 @@ def update_process_log(
         "after_call": "",
         "degraded": False,
         "error": None,
-        "context_report": {"processes_closed": closed, "processes_timed_out": [p.id for p in timed_out]},
+        "context_report": {"processes_closed": opened.closed, "processes_timed_out": list(opened.timed_out)},
     }

@@ -12,26 +12,22 @@ Task cycles and playbook children have no inner life of their own: the step pass
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from langgraph.runtime import Runtime
 
 import i18n
 from llm import AllLLMsUnavailable, Sampling
-from memory import Repos
+from managers import Managers
+from managers.inner_life import Felt
+from memory.models import Thread
 from memory.note_kinds import HUMAN_SOURCES
 from nodes.context import UNREAD, AnimaContext, Services, services_of
 from nodes.state import DrivesReport, DrivesUpdate, ReachOut, TickState
-from persona.drives import (
-    RESOLUTION_SCHEMA,
-    classify_user_emotion,
-    compute_drives,
-    parse_resolutions,
-    reach_out_offer,
-    touched_questions,
-)
+from persona.drives import RESOLUTION_SCHEMA, classify_user_emotion, parse_resolutions
 from persona.prompts import RESOLUTION_PROMPT, USER_EMOTION_PROMPT
 from persona.settings import DriveSettings
 
@@ -39,7 +35,7 @@ log = logging.getLogger(__name__)
 MAX_NOTES_PER_TICK = 5
 USER_EMOTION_HORIZON = 4  # devotion half-lives: an older note's emotion would count for less than 1/16
 CONVERSATION_HORIZON = timedelta(days=1)  # a conversation older than this settles no open question now
-MAX_OFFERS_KEPT = 20
+Generate = Callable[[str, dict[str, Any]], str]  # a prompt and a JSON schema -> the model's answer
 
 
 def update_drives(
@@ -48,95 +44,69 @@ def update_drives(
     services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     settings = services.settings.drives
-    with services.db.unit() as repos:
-        thread = _thread(services, repos, state, thread_id)
+    with services.managers.unit() as house:
+        thread = _thread(services, house, state, thread_id)
         if thread is not None and thread.origin in ("task", "playbook"):
             return {"drives": {}}
-        root = _thread(services, repos, state, state.root_thread or thread_id)
+        root = _thread(services, house, state, state.root_thread or thread_id)
         started = root.created_at if root is not None else None
-        repos.config.preload_drives()
-        notes = _notes_to_feel(services, settings, repos)
-        conversation = _conversation_to_judge(services, repos, thread_id)
+        house.inner_life.preload_tick()
+        notes = _notes_to_feel(services, settings, house)
+        conversation = _conversation_to_judge(services, house, thread_id)
         # a human waits for an answer: no model is asked now (the lexicon still reads their notes; what it cannot
         # read, and the open questions, are asked about at a later tick)
-        held = (bool(notes) or conversation is not None) and _someone_waits(services, repos, state)
+        held = (bool(notes) or conversation is not None) and _someone_waits(services, house, state)
         if held:
             conversation = None
         if not notes and conversation is None:  # the usual tick: nothing to ask the model, one transaction
-            return {"drives": _take_stock(services, repos, state, started, resolved=[])}
+            return {"drives": _take_stock(services, house, state, started, resolved=[])}
     # a model may be asked: outside any transaction
     generate = _later if held else _generator(services, state)
     felt = _feel(settings, generate, notes, services.settings.prompt_language)
     verdict = _judge(services, generate, conversation) if conversation is not None else None
-    with services.db.unit() as repos:
-        repos.config.preload_drives()
-        if felt:
-            for _note_id, text, created_at, emotion in felt:
-                if emotion and emotion[0] != "neutral":
-                    repos.emotion_log.add(
-                        emotion[0],
-                        emotion[1],
-                        subject="user",
-                        snippet=text,
-                        thread_id=thread_id,
-                        tick=tick,
-                        created_at=created_at,
-                    )
-            repos.config.emotion_note_pointer = felt[-1][0]
+    with services.managers.unit() as house:
+        house.inner_life.preload_tick()
+        house.inner_life.felt(felt, thread_id=thread_id, tick=tick)
         resolved = (
-            _settle(services, repos, thread_id, conversation, verdict)
+            house.inner_life.settle(
+                verdict, last_note_id=conversation.last_note_id, thread_id=thread_id, now=services.clock()
+            )
             if verdict is not None and conversation is not None
             else []
         )
-        return {"drives": _take_stock(services, repos, state, started, resolved=resolved)}
+        return {"drives": _take_stock(services, house, state, started, resolved=resolved)}
 
 
-def _thread(services, repos, state: TickState, thread_id: str):
+def _thread(services: Services, house: Managers, state: TickState, thread_id: str) -> Thread | None:
     """The thread's row as the tick's first step read it."""
-    return services.reads.get(state.thread_id, state.tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
+    thread: Thread | None = services.reads.get(
+        state.thread_id, state.tick, ("thread", thread_id), lambda: house.threads.get(thread_id)
+    )
+    return thread
+
+
+def _unread(services: Services, house: Managers, state: TickState) -> list[Any]:
+    """The unread notes as prepare_context reads them (unless its cycle filters them): one read for both."""
+    limit = services.settings.cycle.notes_limit
+    unread: list[Any] = services.reads.get(
+        state.thread_id, state.tick, (UNREAD, limit, None), lambda: house.notes.unread(limit)
+    )
+    return unread
 
 
 def _take_stock(
-    services: Services, repos: Repos, state: TickState, started: datetime | None, resolved: list[int]
+    services: Services, house: Managers, state: TickState, started: datetime | None, resolved: list[int]
 ) -> DrivesReport:
     """The drives now, the resolved questions purged, and the reach-out offer if the one rule allows it."""
     settings = services.settings.drives
-    thread_id, tick = state.thread_id, state.tick
-    now = services.clock()
-    purged = repos.questions.purge_resolved(now - timedelta(days=settings.resolved_keep_days))
-    drives = compute_drives(repos, now, settings, since=started)
-    offers = repos.config.reach_outs
-    last_offer = datetime.fromisoformat(offers[-1]["at"]) if offers else None
-    limit = services.settings.cycle.notes_limit  # read as prepare_context reads them (unless its cycle filters them)
-    waiting = bool(
-        services.reads.get(thread_id, tick, (UNREAD, limit, None), lambda: repos.notes.unread_incoming(limit=limit))
+    stock = house.inner_life.take_stock(
+        services.clock(),
+        started=started,
+        thread_id=state.thread_id,
+        tick=state.tick,
+        human_waiting=lambda: bool(_unread(services, house, state)),
     )
-    why_not = reach_out_offer(
-        drives,
-        now,
-        services.settings.zone(),
-        settings,
-        quiet_hours=services.settings.dreaming.quiet_hours,
-        human_waiting=waiting,
-        last_offer_at=last_offer,
-    )  # one quiet-hours setting for both
-    offer: ReachOut | None = None
-    if why_not is None:
-        offer = {
-            "at": now.isoformat(),
-            "tick": tick,
-            "thread": thread_id,
-            "drive": drives.dominant,
-            "level": drives.dominant_level,
-        }
-        if not offers or offers[-1].get("tick") != tick or offers[-1].get("thread") != thread_id:  # a re-run
-            repos.config.reach_outs = (offers + [offer])[-MAX_OFFERS_KEPT:]
-        repos.processes.add(
-            "drives.reach_out",
-            f"{drives.dominant} {drives.dominant_level:.2f}: the persona may write to its human unprompted",
-            status="close",
-            thread_id=thread_id,
-        )
+    drives = stock.drives
     return {
         "levels": drives.levels,
         "dominant": drives.dominant,
@@ -144,14 +114,14 @@ def _take_stock(
         "details": drives.details,
         "at": drives.at,
         "inject_at": settings.inject_at,
-        "reach_out": offer,
-        "reach_out_blocked": why_not,
+        "reach_out": cast(ReachOut | None, stock.offer),
+        "reach_out_blocked": stock.why_not,
         "resolved_questions": resolved,
-        "purged_questions": purged,
+        "purged_questions": stock.purged,
     }
 
 
-def _generator(services, state: TickState):
+def _generator(services: Services, state: TickState) -> Generate:
     def generate(prompt: str, schema: dict[str, Any]) -> str:
         return services.llms.generate(
             "drives",
@@ -164,13 +134,9 @@ def _generator(services, state: TickState):
     return generate
 
 
-def _someone_waits(services: Services, repos: Repos, state: TickState) -> bool:
+def _someone_waits(services: Services, house: Managers, state: TickState) -> bool:
     """A human's note is unread — from the unread notes as prepare_context reads them (one read for both)."""
-    limit = services.settings.cycle.notes_limit
-    unread = services.reads.get(
-        state.thread_id, state.tick, (UNREAD, limit, None), lambda: repos.notes.unread_incoming(limit=limit)
-    )
-    return any(n.source in HUMAN_SOURCES for n in unread)
+    return any(n.source in HUMAN_SOURCES for n in _unread(services, house, state))
 
 
 def _later(prompt: str, schema: dict[str, Any]) -> str:
@@ -178,23 +144,19 @@ def _later(prompt: str, schema: dict[str, Any]) -> str:
     raise AllLLMsUnavailable("not asked while a human's note waits")
 
 
-def _notes_to_feel(services, settings: DriveSettings, repos) -> list[tuple[int, str, Any]]:
+def _notes_to_feel(services: Services, settings: DriveSettings, house: Managers) -> list[tuple[int, str, datetime]]:
     """The human's new notes, whose emotion goes to the log. Notes older than four devotion half-lives would move
     no drive any more: they are passed over (a backlog of old notes costs nothing)."""
     since = services.clock() - timedelta(hours=USER_EMOTION_HORIZON * settings.devotion_half_life_hours)
-    pointer = repos.config.emotion_note_pointer
-    return [
-        (n.id, n.text, n.created_at)
-        for n in repos.notes.human_after_lines(pointer, since=since, limit=MAX_NOTES_PER_TICK)
-    ]
+    return house.inner_life.notes_to_feel(since, MAX_NOTES_PER_TICK)
 
 
 def _feel(
-    settings: DriveSettings, generate, notes: list[tuple[int, str, Any]], language: str = "en"
-) -> list[tuple[int, str, Any, Any]]:
+    settings: DriveSettings, generate: Generate, notes: list[tuple[int, str, datetime]], language: str = "en"
+) -> list[Felt]:
     """Each note's emotion (lexicon first, the model only when it says nothing); a missing model leaves the rest for
     the next tick."""
-    found: list[tuple[int, str, Any, tuple[str, int, str] | None]] = []
+    found: list[Felt] = []
     for note_id, text, created_at in notes:
         try:
             emotion = classify_user_emotion(
@@ -203,7 +165,7 @@ def _feel(
         except AllLLMsUnavailable as exc:  # the rest waits for the next tick
             log.warning("user emotion not classified yet: %s", exc)
             break
-        found.append((note_id, text, created_at, emotion))
+        found.append(Felt(note_id, text, created_at, emotion))
     return found
 
 
@@ -216,35 +178,23 @@ class Conversation:
     last_note_id: int
 
 
-def _conversation_to_judge(services, repos, thread_id: str) -> Conversation | None:
+def _conversation_to_judge(services: Services, house: Managers, thread_id: str) -> Conversation | None:
     """After a conversation, the open questions it may have answered; None when there is nothing to ask (the
     notes are then marked as looked at when no question is open)."""
-    pointer = repos.config.resolution_note_pointer
-    notes = repos.notes.human_after_lines(pointer, read=True, since=services.clock() - CONVERSATION_HORIZON, limit=10)
-    if not notes:
-        return None
-    questions = repos.questions.open_lines(limit=10)
-    replies = (
-        [m.content for m in repos.messages.recent_lines(thread_id, 2, columns=("content",))]  # the notes were
-        if questions
-        else []
-    )  # read (answered) last tick
-    user = services.settings.user_name
-    conversation = "\n".join(
-        [f"{user}: {n.text}" for n in notes] + [f"{services.persona.display_name}: {r[-600:]}" for r in replies]
+    name = services.persona.display_name
+    found = house.inner_life.to_settle(
+        thread_id, since=services.clock() - CONVERSATION_HORIZON, user=services.settings.user_name, name=name
     )
-    questions = touched_questions(conversation, questions)
-    if not questions:  # no question open, or none the conversation touches: nothing to ask
-        repos.config.resolution_note_pointer = notes[-1].id
+    if found is None:
         return None
-    listing = "\n".join(f"- id {q.id}: {q.topic}" + (f" ({q.context})" if q.context else "") for q in questions)
+    listing = "\n".join(f"- id {q.id}: {q.topic}" + (f" ({q.context})" if q.context else "") for q in found.questions)
     prompt = i18n.text(RESOLUTION_PROMPT, services.settings.prompt_language).format(
-        name=services.persona.display_name, questions=listing, conversation=conversation
+        name=name, questions=listing, conversation=found.conversation
     )
-    return Conversation(prompt, {q.id for q in questions}, notes[-1].id)
+    return Conversation(prompt, {q.id for q in found.questions}, found.last_note_id)
 
 
-def _judge(services, generate, conversation: Conversation) -> list[tuple[int, str]] | None:
+def _judge(services: Services, generate: Generate, conversation: Conversation) -> list[tuple[int, str]] | None:
     """Which open questions the conversation settled (None: no model answered; asked again next tick)."""
     try:
         raw = generate(conversation.prompt, RESOLUTION_SCHEMA)
@@ -252,17 +202,3 @@ def _judge(services, generate, conversation: Conversation) -> list[tuple[int, st
         log.warning("open questions not checked yet: %s", exc)
         return None
     return parse_resolutions(raw, conversation.open_ids)
-
-
-def _settle(services, repos, thread_id: str, conversation: Conversation, verdict: list[tuple[int, str]]) -> list[int]:
-    for qid, answer in verdict:
-        repos.questions.resolve(qid, answer, services.clock())
-    if verdict:
-        repos.processes.add(
-            "drives.questions",
-            "resolved in conversation: " + "; ".join(f"{qid}: {answer[:80]}" for qid, answer in verdict),
-            status="close",
-            thread_id=thread_id,
-        )
-    repos.config.resolution_note_pointer = conversation.last_note_id
-    return [qid for qid, _ in verdict]

@@ -50,10 +50,10 @@ def compress_context(
         int((params or {}).get("compress_at_chars") or settings.compress_at_chars), settings.max_chars
     )  # never later than the hard cap (prepare_context cuts beyond it)
     thread_id = state.thread_id
-    with services.db.unit() as repos:
-        last = repos.messages.last_of_kind(thread_id, "compression")
-        chunks = repos.messages.since(thread_id, last.id if last else 0, ("continuation", "human"))
-        base = last.content if last else (services.persona.seed or "")
+    with services.managers.unit() as house:
+        continuation = house.prompt.continuation(thread_id)
+    last, chunks = continuation.compression, continuation.chunks
+    base = last.content if last else (services.persona.seed or "")
     text = base + "".join(m.content for m in chunks)
     if len(text) <= threshold or not chunks:
         return {}
@@ -64,20 +64,16 @@ def compress_context(
         return {}
     if not summary:
         return {}
-    with services.db.unit() as repos:
-        repos.messages.upsert(
+    with services.managers.unit() as house:
+        house.threads.compressed(
             f"{tick_key(state)}:compression",
             thread_id=thread_id,
             tick=state.tick,
-            kind="compression",
-            role="system",
-            content=summary.rstrip() + "\n",
-            meta={
-                "source_ids": [m.id for m in chunks],
-                "previous_compression": last.id if last else None,
-                "pre_chars": len(text),
-                "llm_calls": calls,
-            },
+            summary=summary,
+            chunks=chunks,
+            previous=last,
+            pre_chars=len(text),
+            llm_calls=calls,
         )
     log.info("compressed %s chars into %s (%s calls)", len(text), len(summary), calls)
     report = state.context_report.copy()

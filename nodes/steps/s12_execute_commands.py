@@ -108,8 +108,8 @@ def _context(
     llm_id: str | None,
     audience: Audience = ALONE,
 ) -> CommandContext:
-    return CommandContext.within(
-        house,
+    return CommandContext(
+        house=house,
         thread_id=thread_id,
         tick=state.tick,
         llm_id=llm_id,

@@ -169,7 +169,7 @@ def seed_pace(data_dir: Path, pause_s: float, thread: str = "main") -> None:
         db.close()
 
 
-def http_json(url: str, method: str = "GET", body: Any = None, timeout: float = 10.0) -> tuple[int, Any]:
+def http_json(url: str, method: str = "GET", body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
     try:

@@ -24,6 +24,7 @@ from reach.hmp.containers import encode, seal
 from reach.hmp.identity import Identity
 from tests.conftest import make_agent
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import managers_over
 from tests.unit.test_speech import FakeEngines, tone_wav
 
 MATRIX = ChannelEntry(kind="matrix", name="matrix")
@@ -42,7 +43,7 @@ def search(agent, query: str, audience: Audience = ALONE) -> str:
     spec = registry().get("memory.search")
     with agent.services.db.unit() as repos:
         ctx = CommandContext(
-            repos=repos,
+            house=managers_over(repos, agent.services.settings),
             thread_id="main",
             tick=0,
             llm_id=None,

@@ -27,6 +27,7 @@ from persona.settings import MeshSettings, Settings
 from reach.hmp.containers import Refused, canonical, check, encode, seal
 from reach.hmp.identity import Identity, did_of, public_key_of
 from reach.hmp.limits import TokenBuckets
+from tests.fakes.managers import managers_over
 
 
 def settings_for(tmp: Path, **mesh: object) -> Settings:
@@ -409,7 +410,12 @@ def test_the_mesh_commands_declare_their_effects_and_queue_signed_containers(
     peer = Identity.generate()
     with db.unit() as repos:
         ctx = CommandContext(
-            repos=repos, thread_id="main", tick=1, llm_id=None, settings=settings, now=datetime.now(UTC)
+            house=managers_over(repos, settings),
+            thread_id="main",
+            tick=1,
+            llm_id=None,
+            settings=settings,
+            now=datetime.now(UTC),
         )
         args = spec.check({"to": peer.did, "text": "hello peer"})
         result = spec.handler(Command(cmd_id="c1", type="mesh.send", args=args), ctx)

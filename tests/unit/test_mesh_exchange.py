@@ -392,7 +392,7 @@ def _agents_list(house: Managers) -> str:
 
     spec = registry().get("agents.list")
     ctx = CommandContext(
-        repos=house.repos,
+        house=house,
         thread_id="main",
         tick=1,
         llm_id=None,

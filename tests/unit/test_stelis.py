@@ -16,6 +16,7 @@ from nodes.stelis.history import render_timeline
 from nodes.stelis.threads import open_thread, write_chronicle
 from tests.conftest import make_agent
 from tests.fakes.llm import FakeLLM
+from tests.fakes.managers import managers_over
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,7 +109,7 @@ def test_exception_inside_a_child_aborts_it_and_the_parent_carries_on(agent_fact
         assert failed.status == "aborted" and "ValueError: the tool broke" in failed.error
         assert failed.chronicle.startswith("<chronicle")  # whatever it did is still chronicled
         assert kinds_and_nodes(repos, failed.id) == [("step", "ask_questions"), ("step", "examine"), ("step", "check")]
-        parent_view = "\n".join(render_timeline(repos, "main"))
+        parent_view = "\n".join(render_timeline(managers_over(repos).threads, "main"))
     # the model's failure reached the child as a classified one: no model answered
     assert (
         "— aborted]" in parent_view
@@ -298,9 +299,9 @@ def test_anchor_is_full_for_outsiders_one_line_inside_and_never_indexed(agent_fa
         )
         repos.messages.add(thread_id=grandchild.id, kind="step", content="grandchild work", meta={"node": "n"})
         repos.messages.add(thread_id="main", kind="response", content="after the child")
-        parent_view = render_timeline(repos, "main")
-        child_view = render_timeline(repos, child.id)
-        grandchild_view = render_timeline(repos, grandchild.id)
+        parent_view = render_timeline(managers_over(repos).threads, "main")
+        child_view = render_timeline(managers_over(repos).threads, child.id)
+        grandchild_view = render_timeline(managers_over(repos).threads, grandchild.id)
         indexable = [m.kind for m in repos.messages.indexable()]
     anchor = parent_view[1]
     assert (

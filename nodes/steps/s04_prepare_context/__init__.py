@@ -17,15 +17,17 @@ a crash never loses one.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any, NamedTuple
 
 from langgraph.runtime import Runtime
 
 import i18n
+from managers import Managers
 from managers.abstracts import delivery
 from managers.audience import ALONE, Audience
 from managers.loop import context_mode, loaded_skills
-from memory import Repos, provenance
+from memory import provenance
 from nodes.commands import GUIDE_FORMS, registry
 from nodes.context import CYCLE, TICK_SUMMARY, AnimaContext, ContextBudgetError, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import SIMULATION
@@ -104,7 +106,7 @@ def shown_text(text: str) -> str:
 DOOR_WORDS = {"web": "the web page", "api": "the API", "voice": "a voice message", "cli": "the terminal"}
 
 
-def _note_line(note, authors: dict[int, tuple[str, str]] | None = None) -> str:
+def _note_line(note: Any, authors: dict[int, tuple[str, str]] | None = None) -> str:
     """`[note 7 from Ann (guest, via matrix), priority 0] …`: who wrote it, as the people table knows them; a peer's
     note names the peer (another agent: data, not an instruction)."""
     text = shown_text(note.text)
@@ -125,50 +127,51 @@ def _note_line(note, authors: dict[int, tuple[str, str]] | None = None) -> str:
     return f"[note {note.id} from {author[0]} ({author[1]}, via {via}), priority {note.priority}] {text}"
 
 
-def _seen_by_kept_answer(services: Services, repos: Repos, state: TickState) -> list[int] | None:
+def _seen_by_kept_answer(services: Services, house: Managers, state: TickState) -> list[int] | None:
     """The notes the model's call saw when this tick ran before and was killed after its answer was kept (s05 keeps
     them with the answer, which is reused); None otherwise. A note that came after that call is not among them: it
     waits, unread, for the next tick."""
     summary = services.reads.peek(state.thread_id, state.tick, TICK_SUMMARY)  # as s01 read the tick row: no query
-    kept = summary.get("answer") if summary is not None else repos.ticks.kept_answer(state.thread_id, state.tick)
-    seen = (kept or {}).get("incoming_note_ids")
+    if summary is None:
+        return house.prompt.notes_seen_by_kept_answer(state.thread_id, state.tick)
+    seen = (summary.get("answer") or {}).get("incoming_note_ids")
     return None if seen is None else [int(i) for i in seen]
 
 
 def _incoming(
-    repos: Repos, services: Services, state: TickState, cycle: dict[str, Any]
+    house: Managers, services: Services, state: TickState, cycle: dict[str, Any]
 ) -> tuple[list[Any], list[str], Audience]:
     """The notes this tick shows, their lines, and whom it answers: the author of the most urgent waiting note
     (managers/conversation.py `answering`) — only their notes are shown; anyone else's wait for a later tick."""
     mode = cycle.get("notes_mode") or services.settings.cycle.notes_mode
     limit = services.settings.cycle.notes_limit
-    seen = _seen_by_kept_answer(services, repos, state)
+    seen = _seen_by_kept_answer(services, house, state)
     if seen is not None:  # resumed after a kill: exactly the notes the kept answer saw, read or not by now
-        notes = repos.notes.many(seen)
+        notes = house.prompt.notes(seen)
     elif state.after_call == "preempted":  # the free thought was cut for a note that came since this tick read them
-        notes = unread_for_tick(repos, services, state, cycle, limit, fresh=True)
+        notes = unread_for_tick(house, services, state, cycle, limit, fresh=True)
     else:  # all, or those the notes filter in force lets through (filters.py)
-        notes = unread_for_tick(repos, services, state, cycle, limit)
+        notes = unread_for_tick(house, services, state, cycle, limit)
     if mode == "manual":
-        counts = repos.notes.count_unread_by_priority()
+        counts = house.prompt.unread_counts()
         lines = [f"{sum(counts.values())} unread note(s); by priority: {counts}. Read one with notes.read."]
         lines += [f"- note {n.id} from {n.source}, priority {n.priority}" for n in notes]
         return [], lines if counts else [], ALONE
-    answering = services.managers.over(repos).conversation.answering(notes)
+    answering = house.conversation.answering(notes)
     shown = set(n.id for n in answering.notes) | set(n.id for n in answering.others)
     notes = [n for n in notes if n.id in shown]  # in the order read: priority, then the oldest first
-    authors = repos.people.names([a for a in (getattr(n, "author_id", None) for n in notes) if a is not None])
+    authors = house.people.names([a for a in (getattr(n, "author_id", None) for n in notes) if a is not None])
     return notes, [_note_line(n, authors) for n in notes], answering.audience
 
 
-def _feelings(drives: dict[str, Any], repos: Repos | None = None) -> list[str]:
-    """The drives at `inject_at` or above; on a tick the persona may reach out unprompted (and `repos` given), its
+def _feelings(drives: dict[str, Any], house: Managers | None = None) -> list[str]:
+    """The drives at `inject_at` or above; on a tick the persona may reach out unprompted (and `house` given), its
     full internal state instead (Nexus Ark): every drive, the open questions, the motivation line."""
     if not drives.get("levels"):
         return []
     current = Drives(drives["levels"], drives.get("details") or {})
-    if drives.get("reach_out") and repos is not None:
-        return internal_state_lines(current, repos.questions.open_lines(MAX_QUESTIONS))
+    if drives.get("reach_out") and house is not None:
+        return internal_state_lines(current, house.prompt.open_questions(MAX_QUESTIONS))
     return feeling_lines(current, DriveSettings(inject_at=float(drives.get("inject_at", DriveSettings().inject_at))))
 
 
@@ -181,14 +184,14 @@ class Shown(NamedTuple):
 
 
 def _conversation_lines(
-    services: Services, repos: Repos, audience: Audience, notes: list[Any], budget: int, count: Any
+    services: Services, house: Managers, audience: Audience, notes: list[Any], budget: int, count: Any
 ) -> list[str]:
     """The last turns of the conversation with whom the tick answers — their words and what I sent them, with the
     door each came by — before the notes shown now, the newest kept within `conversation.share` of the budget."""
     settings = services.settings.conversation
     if settings.turns <= 0 or (audience.person_id is None and not audience.peer):
         return []
-    conversation = services.managers.over(repos).conversation
+    conversation = house.conversation
     mine = [n.id for n in notes if conversation.audience_of(n) == audience]
     turns = conversation.turns(audience, limit=settings.turns, before_id=min(mine) if mine else None)
     zone = services.settings.zone()
@@ -209,7 +212,7 @@ def _conversation_lines(
 
 def _chat_blocks(
     services: Services,
-    repos: Repos,
+    house: Managers,
     state: TickState,
     cycle: dict[str, Any],
     notes: list[Any],
@@ -221,7 +224,11 @@ def _chat_blocks(
     budget: int,
 ) -> tuple[list[Block], dict[str, Any], Shown]:
     persona, tick, thread_id = services.persona, state.tick, state.thread_id
-    t, title = (lambda text: i18n.text(text, language)), (lambda name: i18n.text(BLOCK_TITLES[name], language))
+    t = partial(i18n.text, language=language)
+
+    def title(name: str) -> str:
+        return t(BLOCK_TITLES[name])
+
     data_rule, tools = t(DATA_RULE), persona.file("TOOLS.md").strip()
     guides = [
         (tools + "\n\n" if tools else "")
@@ -233,7 +240,7 @@ def _chat_blocks(
     private = audience.private  # the owner, or the persona alone: everything; anyone else: their scope only
     if private:
         history, shown_ids = recent_thoughts(
-            repos,
+            house,
             thread_id,
             int(cycle.get("responses", services.settings.cycle.responses)),
             cycle,
@@ -243,24 +250,35 @@ def _chat_blocks(
         )
     else:
         history, shown_ids = [], []
-    tainted = Tainted(repos, fence)  # rows written from untrusted text: fenced wherever they are shown
+    tainted = Tainted(house.prompt, fence)  # rows written from untrusted text: fenced wherever they are shown
     history = tainted.lines("message", zip(shown_ids, history))
-    goals = repos.goals.leading(per_horizon=3) if private else []  # for the recall's focus and the goals block
+    # the persona's resident memory, read at once: for the recall's focus (the goals) and its blocks
+    now = services.clock()
+    standing = (
+        house.prompt.standing(
+            now,
+            focus_tags=cycle.get("focus_tags"),
+            delivery=delivery(cycle, services.settings),
+            episode_days=services.settings.memory.episode_days,
+            tainted=tainted.active,
+        )
+        if private
+        else None
+    )
+    goals = standing.goals if standing is not None else []
     recall = auto_recall(
-        services, repos, thread_id, notes, shown_ids, cycle, goals, tainted, scope=audience.recall_tags()
+        services, house, thread_id, notes, shown_ids, cycle, goals, tainted, scope=audience.recall_tags()
     )
     recalled, recalled_ids = recall.lines, recall.ids
-    written = repos.blocks.contents("core", "notepad") if private else {"core": "", "notepad": ""}
-    core, notepad = written["core"], written["notepad"]
-    now = services.clock()
+    core, notepad = (standing.core, standing.notepad) if standing is not None else ("", "")
     bootstrap = [persona.file(n).strip() for n in BOOTSTRAP_LAYER if persona.file(n).strip()] if private else []
     note_keys = [n.id for n in notes] if len(notes) == len(note_lines) else []
     count = services.llms.primary().count_tokens
-    talked = _conversation_lines(services, repos, audience, notes, budget, count)
+    talked = _conversation_lines(services, house, audience, notes, budget, count)
     # the clock and the tick number change every tick: they close the prompt (_instruction), not open its runtime
     runtime = [f"context {context_mode(cycle)}; thread {thread_id}"]
     if private:
-        runtime.append(services.managers.over(repos).world.line())
+        runtime.append(house.world.line())
     else:
         runtime.append(t(AUDIENCE_HINT[audience.role.value]).format(name=audience.name))
     channel_hint = t(CHANNEL_HINT.get(services.settings.channel, CHANNEL_HINT["terminal"]))
@@ -308,19 +326,16 @@ def _chat_blocks(
             125,
         ),
         Block("notepad", title("notepad"), [notepad.strip()] if notepad.strip() else [], 118),
-        Block("strategy", title("strategy"), strategy_line(repos, tainted) if private else [], 115),
-        Block("goals", title("goals"), goal_lines(repos, goals, tainted) if private else [], 122),
+        Block("strategy", title("strategy"), strategy_line(standing, tainted) if standing is not None else [], 115),
+        Block("goals", title("goals"), goal_lines(standing, tainted) if standing is not None else [], 122),
         Block(
             "llm_memory",
             title("llm_memory"),
             tainted.lines(
                 "llm_memory",
-                [
-                    (m.id, f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}")
-                    for m in repos.llm_memory.recent_lines(20)
-                ],
+                [(m.id, f"[{m.id}] {m.title + ': ' if m.title else ''}{m.content}") for m in standing.ideas],
             )
-            if private
+            if standing is not None
             else [],
             110,
             trim_oldest=True,
@@ -328,15 +343,8 @@ def _chat_blocks(
         Block(
             "abstracts",
             title("abstracts"),
-            abstract_lines(
-                repos,
-                now,
-                cycle.get("focus_tags"),
-                delivery=delivery(cycle, services.settings),
-                on_request=t(ABSTRACTS_ON_REQUEST),
-                tainted=tainted,
-            )
-            if private
+            abstract_lines(standing, on_request=t(ABSTRACTS_ON_REQUEST), tainted=tainted)
+            if standing is not None
             else [],
             105,
             trim_oldest=True,
@@ -344,25 +352,25 @@ def _chat_blocks(
         Block(
             "episodes",
             title("episodes"),
-            episode_lines(repos, services.settings.memory.episode_days, tainted) if private else [],
+            episode_lines(standing, tainted) if standing is not None else [],
             104,
             trim_oldest=True,
         ),
         Block(
             "peers",
             title("peers"),
-            peer_lines(services.managers.over(repos, audience), audience, language),
+            peer_lines(house.acting_for(audience), audience, language),
             106,
             trim_oldest=True,
         ),
         Block("bootstrap", "", bootstrap, 160, forms=[bootstrap[:1]] if len(bootstrap) > 1 else [], share=LAYER_SHARE),
         Block("runtime", title("runtime"), runtime, 150),
         Block("channel", "", [channel_hint], 149),
-        Block("mesh", t(ISOLATED_TITLE), mesh_lines(services, repos, language) if private else [], 145),
+        Block("mesh", t(ISOLATED_TITLE), mesh_lines(services, house, language) if private else [], 145),
         Block(
             "feelings",
             t(INTERNAL_STATE_TITLE if state.drives.get("reach_out") else FEELINGS_TITLE),
-            _feelings(dict(state.drives), repos) if private else [],
+            _feelings(dict(state.drives), house) if private else [],
             140,
         ),
         Block(
@@ -388,7 +396,7 @@ def _chat_blocks(
         Block(
             "entities",
             title("entities"),
-            entity_lines(repos, [n.text for n in notes] + recalled, tainted=tainted) if private else [],
+            entity_lines(house, [n.text for n in notes] + recalled, tainted=tainted) if private else [],
             108,
             trim_oldest=True,
         ),
@@ -416,8 +424,12 @@ def _chat_blocks(
     return blocks, {"recalled": recalled_ids, "recall_error": recall.error}, Shown(recall.sources, tainted)
 
 
+def _as_written(text: str, sources: list[provenance.Source]) -> str:
+    return text
+
+
 def _instruction(services: Services, state: TickState, episode: StagnationEpisode, language: str) -> str:
-    t = lambda text: i18n.text(text, language)  # noqa: E731
+    t = partial(i18n.text, language=language)
     instruction = episode.get("rephrased") or t(CHAT_INSTRUCTION)  # reflex-lite's rephrased request
     if episode.get("instruction"):  # the meta-analysis mechanism
         instruction = episode["instruction"] + "\n" + instruction
@@ -437,7 +449,7 @@ def _instruction(services: Services, state: TickState, episode: StagnationEpisod
 
 def _chat_prompt(
     services: Services,
-    repos: Repos,
+    house: Managers,
     state: TickState,
     cycle: dict[str, Any],
     notes: list[Any],
@@ -451,10 +463,10 @@ def _chat_prompt(
     audience: Audience = ALONE,
 ) -> dict[str, Any]:
     count = services.llms.primary().count_tokens
-    t = lambda text: i18n.text(text, language)  # noqa: E731
+    t = partial(i18n.text, language=language)
     fence = services.fence  # the same all session: a new id every tick would change the prompt's opening
     blocks, report, shown = _chat_blocks(
-        services, repos, state, cycle, notes, note_lines, processes, fence, language, audience, budget
+        services, house, state, cycle, notes, note_lines, processes, fence, language, audience, budget
     )
     blocks.append(
         Block(
@@ -470,7 +482,7 @@ def _chat_prompt(
     if task is not None:
         seed = TASK_CYCLE_SEED_FULL if task.repl_mode == "full" else TASK_CYCLE_SEED
         task_sources = shown.tainted.of("task", [task.id]).get(str(task.id), [])
-        told = shown.tainted.fenced if task_sources else (lambda text, sources: text)  # a task from untrusted text
+        told = shown.tainted.fenced if task_sources else _as_written  # a task from untrusted text: fenced
         blocks.append(
             Block(
                 "task",
@@ -517,7 +529,7 @@ def _chat_prompt(
     shown_notes = [n for n in notes if n.id in kept]
     stimulus_shown = any(b.name == "stimulus" and b.items for b in blocks)
     untrusted = provenance.merged(
-        provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+        provenance.of_notes(shown_notes, _authors(house, shown_notes)),
         _note_taints(shown.tainted, shown_notes),
         *(shown.recall.get(i, ()) for i in report["recalled"]),
         *(provenance.of_process(p) for p in processes),
@@ -525,7 +537,7 @@ def _chat_prompt(
         shown.tainted.shown(blocks),
         task_sources,
     )
-    repos.items.touch(report["recalled"], services.clock())  # shown: counts as a use (LRU)
+    house.prompt.shown(report["recalled"], services.clock())  # shown: counts as a use (LRU)
     system = "\n\n".join(b.render() for b in blocks if b.system and b.items)
     user = "\n\n".join(b.render() for b in blocks if not b.system and b.items)
     report["layers"] = [
@@ -543,10 +555,10 @@ def _chat_prompt(
     }
 
 
-def _authors(repos: Repos, notes: list[Any]) -> dict[int, tuple[str, str]]:
+def _authors(house: Managers, notes: list[Any]) -> dict[int, tuple[str, str]]:
     """Who wrote the channels' notes (name, role), to name them in the tick's sources."""
     ids = [n.author_id for n in notes if n.source == "channel" and getattr(n, "author_id", None) is not None]
-    return repos.people.names(ids) if ids else {}
+    return house.people.names(ids) if ids else {}
 
 
 def _note_taints(tainted: Tainted, notes: list[Any]) -> list[provenance.Source]:
@@ -576,7 +588,7 @@ def _capped(parts: list[str], max_chars: int, drops: list[str]) -> list[str]:
 
 def _continuation_prompt(
     services: Services,
-    repos: Repos,
+    house: Managers,
     state: TickState,
     notes: list[Any],
     budget: int,
@@ -585,12 +597,14 @@ def _continuation_prompt(
 ) -> dict[str, Any]:
     """The growing text: last compression (or the seed), every chunk since, then new human turns."""
     count = services.llms.primary().count_tokens
-    t = lambda text: i18n.text(text, language)  # noqa: E731
-    compression = repos.messages.last_of_kind(state.thread_id, "compression")
+    t = partial(i18n.text, language=language)
+    continued = house.prompt.continuation(state.thread_id)
+    compression, chunks = continued.compression, continued.chunks
     base = (compression.content + t(CONTINUATION_TOOLS)) if compression else (services.persona.seed or "")
-    chunks = repos.messages.since(state.thread_id, compression.id if compression else 0, ("continuation", "human"))
     parts = [base, *(m.content for m in chunks)]
-    taints = Tainted(repos, "")  # the growing text is not fenced; its chunks written from untrusted text taint the tick
+    taints = Tainted(
+        house.prompt, ""
+    )  # the growing text is not fenced; its chunks written from untrusted text taint the tick
     chunk_sources = taints.of("message", [m.id for m in chunks])
     now, name = services.clock(), services.persona.display_name
     drops: list[str] = []
@@ -614,7 +628,7 @@ def _continuation_prompt(
     stimulus = ("\n\n(" + defuse(" ".join(episode["stimulus"])) + ")\n") if episode.get("stimulus") else ""
     inner = ""
     if not turns:  # a passing thought: not while the human's turn is open (then the next words are the answer)
-        feelings = _feelings(dict(state.drives), repos)
+        feelings = _feelings(dict(state.drives), house)
         inner = t(CONTINUATION_FEELINGS).format(name=name, feelings="; ".join(feelings)) if feelings else ""
         if offer := state.drives.get("reach_out"):
             inner += t(CONTINUATION_REACH_OUT).format(name=name, drive=offer["drive"])
@@ -629,7 +643,7 @@ def _continuation_prompt(
             text = text[max(1, len(text) // 8) :]
         prompt = text + "".join(turns)
     untrusted = provenance.merged(
-        provenance.of_notes(shown_notes, _authors(repos, shown_notes)),
+        provenance.of_notes(shown_notes, _authors(house, shown_notes)),
         episode.get("stimulus_sources") if stimulus else None,
         *chunk_sources.values(),
     )
@@ -651,8 +665,9 @@ def prepare_context(
     count = services.llms.primary().count_tokens
     max_tokens = int(state.sampling.get("max_tokens", services.settings.sampling.max_tokens))
     with services.db.unit() as repos:
+        house = services.managers.over(repos)
         known = services.reads.peek(state.thread_id, state.tick, ("thread", state.thread_id))  # as s01 read it
-        thread = repos.threads.adopt(known) if known is not None else repos.threads.get(state.thread_id)
+        thread = house.threads.adopt(known, state.thread_id)
         window = thread_window(services, repos, state.thread_id, thread)
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
@@ -661,25 +676,25 @@ def prepare_context(
                 state.thread_id,
                 state.tick,
                 CYCLE,
-                lambda: services.managers.over(repos).loop.context_cycle(state.thread_id),
+                lambda: house.loop.context_cycle(state.thread_id),
             )
         )
         episode = state.stagnation
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
             cycle["context_mode"] = episode["context_mode"]
-        task = repos.tasks.by_repl_thread(state.thread_id)
+        task = house.tasks.in_cycle(state.thread_id)
         # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
-        notes, note_lines, audience = _incoming(repos, services, state, cycle) if task is None else ([], [], ALONE)
-        processes = repos.processes.open(state.thread_id)
+        notes, note_lines, audience = _incoming(house, services, state, cycle) if task is None else ([], [], ALONE)
+        processes = house.prompt.open_results(state.thread_id)
         if not audience.private:  # the results of commands run for someone else are not theirs (nor closed as seen)
             processes = [p for p in processes if audience.tag in (p.tags or [])]
-        language = tick_language(repos, services.settings, notes)
+        language = tick_language(house, services.settings, notes)
         if state.mode == "continuation":
-            built = _continuation_prompt(services, repos, state, notes, budget, episode, language)
+            built = _continuation_prompt(services, house, state, notes, budget, episode, language)
         else:
             built = _chat_prompt(
                 services,
-                repos,
+                house,
                 state,
                 cycle,
                 notes,

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import i18n
+from managers import Managers
 from managers.notes import Incoming, notes_filter
-from memory import Repos
 from nodes.context import UNREAD, Services
 from nodes.reflexes.prompts import HELD_LINE
 from nodes.state import TickState
@@ -17,7 +17,7 @@ FILTERED = "unread_filtered"  # TickReads: (limit, the filter as JSON) -> Incomi
 
 
 def unread_for_tick(
-    repos: Repos, services: Services, state: TickState, cycle: dict[str, Any], limit: int, *, fresh: bool = False
+    house: Managers, services: Services, state: TickState, cycle: dict[str, Any], limit: int, *, fresh: bool = False
 ) -> list[Any]:
     """The unread notes this tick shows: all (the drives' step read them already), or those the filter in force
     lets through (the owner's always). `fresh`: read again, not what the tick read before (a thought cut for a note
@@ -26,9 +26,8 @@ def unread_for_tick(
     reads, at = services.reads, (state.thread_id, state.tick)
     if not wanted.active():
         if fresh:
-            reads.put(*at, (UNREAD, limit, None), repos.notes.unread_incoming(limit=limit))
-        return reads.get(*at, (UNREAD, limit, None), lambda: repos.notes.unread_incoming(limit=limit))
-    house = services.managers.over(repos)
+            reads.put(*at, (UNREAD, limit, None), house.notes.unread(limit))
+        return reads.get(*at, (UNREAD, limit, None), lambda: house.notes.unread(limit))
     key = (FILTERED, limit, wanted.model_dump_json())
     if fresh:
         reads.put(*at, key, house.notes.incoming(wanted, limit=limit, now=services.clock()))

@@ -11,21 +11,21 @@ from collections.abc import Sequence
 from typing import Any
 
 import i18n
-from memory import Repos
+from managers import Managers
 from memory.note_kinds import HUMAN_SOURCES
 from persona.settings import Settings
 
 
-def tick_language(repos: Repos, settings: Settings, notes: Sequence[Any]) -> str:
+def tick_language(house: Managers, settings: Settings, notes: Sequence[Any]) -> str:
     for note in notes:
         if note.source not in HUMAN_SOURCES:
             continue
         author_id = getattr(note, "author_id", None)
-        person = repos.people.get(author_id) if author_id is not None else None
-        code = i18n.supported(person.language if person is not None else None) or i18n.of_text(note.text or "")
+        language = house.prompt.author_language(author_id) if author_id is not None else None
+        code = i18n.supported(language) or i18n.of_text(note.text or "")
         if code:
             return code
-    for language in repos.people.owner_languages():
+    for language in house.prompt.owner_languages():
         if code := i18n.supported(language):
             return code
     return settings.prompt_language

@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import date, timedelta
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date
 from typing import Any, NamedTuple
 
+from managers import Managers
 from managers.abstracts import delivery
 from managers.loop import context_mode
-from memory import Repos, provenance
-from memory.repositories.messages import MessageLine
+from managers.prompt import Standing
+from managers.threads import MessageLine, ThreadManager
+from memory import provenance
 from memory.retrieval.emotion_focus import emotions_match
 from memory.retrieval.index import Query
-from memory.updates import version_note, versions_of, when_label
+from memory.updates import version_note, when_label
 from memory.upkeep.episodes import Period
-from nodes.stelis.history import lineage_ids, render_item, timeline
+from nodes.stelis.history import render_item
 from nodes.steps.prompts import ABSTRACTS_ON_REQUEST
 from nodes.steps.s04_prepare_context.untrusted import WRITTEN_FROM, Tainted
 
@@ -38,21 +41,24 @@ class Recall(NamedTuple):
     sources: dict[int, list[provenance.Source]]
 
 
-def _plain(tier: str, rows: Any) -> list[str]:
+Marker = Callable[[str, Iterable[tuple[Any, str]]], list[str]]  # a tier's (ref, line) rows -> the lines shown
+
+
+def _plain(tier: str, rows: Iterable[tuple[Any, str]]) -> list[str]:
     return [line for _, line in rows]
 
 
-def _marker(tainted: Tainted | None) -> Any:
+def _marker(tainted: Tainted | None) -> Marker:
     """How lines of rows are shown: a tainted row's fenced with its origin (`Tainted.lines`), or as they are."""
     return tainted.lines if tainted is not None else _plain
 
 
 def recent_thoughts(
-    repos: Repos,
+    house: Managers,
     thread_id: str,
     k: int,
     cycle: dict[str, Any],
-    memory=None,
+    memory: Any = None,
     plain: bool = False,
     tick: int | None = None,
 ) -> tuple[list[str], list[int]]:
@@ -65,34 +71,36 @@ def recent_thoughts(
     the prompt before it opens as the last one did (a prompt cache serves that opening); a window moving by one
     would change the prompt right after its title every tick."""
     mode = context_mode(cycle)
+    threads = house.threads
+    timeline = threads.timeline
     if (mode == "standard" or not k) and tick is not None and k:
         step = max(1, k // 2)
-        rows = timeline(repos, thread_id, last=k + step - 1)
+        rows = timeline(thread_id, last=k + step - 1)
         since = ((tick - 1 - k) // step) * step  # the window shows this thread's ticks after it
         rows = [m for m in rows if m.thread_id != thread_id or m.tick is None or m.tick > since]
     elif mode == "standard" or not k:
-        rows = timeline(repos, thread_id, last=k) if k else []
+        rows = timeline(thread_id, last=k) if k else []
     elif mode == "concentration":
-        rows = [m for m in timeline(repos, thread_id, last=k * 5) if _focused(m, cycle)][-k:]
+        rows = [m for m in timeline(thread_id, last=k * 5) if _focused(m, cycle)][-k:]
     else:  # meditation: the wider window's ids only; the K chosen are read whole
-        rows = repos.messages.lines_by_id(_diverse(timeline(repos, thread_id, last=k * 5, columns=("id",)), k, memory))
-    seen = lineage_ids(repos, thread_id)
+        rows = threads.messages(_diverse(timeline(thread_id, last=k * 5, columns=("id",)), k, memory))
+    seen = threads.lineage_ids(thread_id)
     render = plain_item if plain else render_item
-    return [render(repos, m, thread_id, seen) for m in rows], [m.id for m in rows]
+    return [render(threads, m, thread_id, seen) for m in rows], [m.id for m in rows]
 
 
 _TICK_REFERENCE = re.compile(r"\s*\bto tick \d+\b")
 
 
-def plain_item(repos: Repos, message: MessageLine, thread_id: str, seen: set[str]) -> str:
+def plain_item(threads: ThreadManager, message: MessageLine, thread_id: str, seen: set[str]) -> str:
     """A recent thought as a plain list item: its words; a stagnation record without its tick number."""
     if message.kind == "response":
         flagged = (message.meta or {}).get("self_error")
         mark = f" (I flagged this as a reasoning error: {flagged.get('reason')})" if isinstance(flagged, dict) else ""
-        return "- " + message.content.strip() + mark
+        return "- " + str(message.content).strip() + mark
     if message.kind == "stagnation_record":
-        return "- " + _TICK_REFERENCE.sub(" to an earlier thought", message.content.strip())
-    return render_item(repos, message, thread_id, seen)
+        return "- " + _TICK_REFERENCE.sub(" to an earlier thought", str(message.content).strip())
+    return render_item(threads, message, thread_id, seen)
 
 
 def _focused(message: MessageLine, cycle: dict[str, Any]) -> bool:
@@ -109,7 +117,7 @@ def _focused(message: MessageLine, cycle: dict[str, Any]) -> bool:
     return all(checks) if cycle.get("focus_logic") == "and" else any(checks)
 
 
-def _diverse(pool: list[MessageLine], k: int, memory) -> list[int]:
+def _diverse(pool: list[MessageLine], k: int, memory: Any) -> list[int]:
     """The ids of the K most different messages of `pool` (greedy farthest-first over their vectors; meditation),
     in the pool's oldest-first order."""
     if len(pool) <= k or memory is None:
@@ -119,32 +127,25 @@ def _diverse(pool: list[MessageLine], k: int, memory) -> list[int]:
     return [m.id for m, key in zip(pool, keys) if key in keep]
 
 
-def focus_text(repos: Repos, thread_id: str, notes: list[Any], goals: list[Any] | None = None) -> str:
+def focus_text(house: Managers, thread_id: str, notes: list[Any], goals: Sequence[Any] | None = None) -> str:
     """What recall searches with: the notes, the last thought and the three leading active goals (`goals`: the
     active goals in priority order, when the caller has them)."""
     parts = [n.text for n in notes]
-    last = next(
-        (
-            rows[-1].content
-            for kind in ("response", "continuation")
-            if (rows := repos.messages.recent_lines(thread_id, 1, kinds=(kind,), columns=("content",)))
-        ),
-        None,
-    )
+    last = house.prompt.last_thought(thread_id)
     if last is not None:
         parts.append(last[-FOCUS_CHARS:])
-    parts += [g.title for g in (repos.goals.list(status="active", limit=3) if goals is None else goals[:3])]
+    parts += [g.title for g in (house.prompt.active_goals(3) if goals is None else goals[:3])]
     return "\n".join(p for p in parts if p and p.strip())
 
 
 def auto_recall(
-    services,
-    repos: Repos,
+    services: Any,
+    house: Managers,
     thread_id: str,
     notes: list[Any],
     shown_message_ids: list[int],
     cycle: dict[str, Any],
-    goals: list[Any] | None = None,
+    goals: Sequence[Any] | None = None,
     tainted: Tainted | None = None,
     scope: list[str] | None = None,
 ) -> Recall:
@@ -154,12 +155,12 @@ def auto_recall(
     then only their notes are the focus."""
     if services.memory is None:
         return Recall([], [], None, {})
-    text = focus_text(repos, thread_id, notes, goals) if scope is None else "\n".join(n.text for n in notes)
+    text = focus_text(house, thread_id, notes, goals) if scope is None else "\n".join(n.text for n in notes)
     if not text:
         return Recall([], [], None, {})
     mode = context_mode(cycle)
     k = services.settings.memory.recall_k
-    shown = repos.items.ids_of(
+    shown = house.prompt.memories_shown(
         "message",
         [f"msg:{i}" for i in shown_message_ids]  # already in the prompt:
         + [f"note:{n.id}" for n in notes],
@@ -190,7 +191,7 @@ def auto_recall(
     for item_id, found in _tainted_items(tainted, [h.item for h in hits]).items():
         sources[item_id] = provenance.merged(sources.get(item_id), found)
     lines = []
-    texts = versions_of(repos, [h.item for h in hits])  # what they replaced, or what replaced them
+    texts = house.prompt.versions([h.item for h in hits])  # what they replaced, or what replaced them
     for hit in reversed(hits):  # most relevant last: closest to the thought it feeds; trimmed first if needed
         item = hit.item
         who = f"{item.author}: " if item.author else ""
@@ -208,16 +209,14 @@ def _tainted_items(tainted: Tainted | None, items: list[Any]) -> dict[int, list[
     """The sources of the recalled memories that are rows written from untrusted text, by item id."""
     if tainted is None or not tainted.active:
         return {}
-    return provenance.of_tainted_items(tainted.repos.taints.of_keys, items)
+    return provenance.of_tainted_items(tainted.reader.taints_of, items)
 
 
-def goal_lines(repos: Repos, goals: list[Any] | None = None, tainted: Tainted | None = None) -> list[str]:
+def goal_lines(standing: Standing, tainted: Tainted | None = None) -> list[str]:
     """HMP: pinned tasks first (always handled), by priority; then Nexus Ark's 3 short-term and 2 long-term
-    active goals, by priority; then the other open tasks by priority, with the task counts. `goals`: the leading
-    active goals of each horizon (`GoalRepo.leading`), when the caller has them. A goal or task written from
-    untrusted text is fenced with its origin (only open ones are here: a closed one stops tainting the prompt)."""
-    goals = repos.goals.leading(per_horizon=3) if goals is None else goals
-    open_tasks = repos.tasks.open_lines(limit=8)
+    active goals, by priority; then the other open tasks by priority, with the task counts. A goal or task written
+    from untrusted text is fenced with its origin (only open ones are here: a closed one stops tainting the prompt)."""
+    goals, open_tasks = standing.goals, standing.open_tasks
     pinned = [t for t in open_tasks if t.pinned]
     mark = _marker(tainted)
     lines = mark("task", [(t.id, f"[task {t.id} pinned, priority {t.priority}{_cycle(t)}] {t.title}") for t in pinned])
@@ -233,7 +232,7 @@ def goal_lines(repos: Repos, goals: list[Any] | None = None, tainted: Tainted | 
             if g.horizon == "long"
         ][:2],
     )
-    counts = repos.tasks.counts()
+    counts = standing.task_counts
     if counts:
         lines.append("tasks: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
     lines += mark(
@@ -252,33 +251,24 @@ def _values(goal: Any) -> str:
     return f"; serves {', '.join(map(str, goal.related_values))}" if goal.related_values else ""
 
 
-def _cycle(task) -> str:
+def _cycle(task: Any) -> str:
     return f", its sub-cycle {task.repl_status}" if task.repl_status else ""
 
 
 def abstract_lines(
-    repos: Repos,
-    now,
-    tags: list[str] | None,
-    days: int = 7,
-    *,
-    delivery: str = "auto",
-    on_request: str = ABSTRACTS_ON_REQUEST,
-    tainted: Tainted | None = None,
+    standing: Standing, *, on_request: str = ABSTRACTS_ON_REQUEST, tainted: Tainted | None = None
 ) -> list[str]:
-    """auto: the newest two of the last `days` (those of the focus tags first); manual: only that they wait to be
-    asked for (HMP's manual delivery: the persona requests them)."""
-    if delivery == "manual":
-        newest = repos.abstracts.latest()
-        return [on_request.format(id=newest.id)] if newest is not None else []
-    rows = repos.abstracts.newest_lines(tags=tags, since=now - timedelta(days=days), limit=2) if tags else []
-    rows = rows or repos.abstracts.newest_lines(since=now - timedelta(days=days), limit=2)
+    """auto: the newest two of the last days (those of the focus tags first); manual: only that they wait to be
+    asked for (HMP's manual delivery: the persona requests them). `PromptManager.standing` read which."""
+    if standing.abstract_on_request is not None:
+        return [on_request.format(id=standing.abstract_on_request)]
+    rows = standing.abstracts
     return _marker(tainted)("abstract", [(a.id, f"[abstract {a.id} {a.title}] {a.summary}") for a in reversed(rows)])
 
 
-def episode_lines(repos: Repos, days: int, tainted: Tainted | None = None) -> list[str]:
-    """The last month and week summaries that end before the first day shown, then the last `days` days."""
-    latest = repos.episodes.latest({"day": days, "week": 1, "month": 1})
+def episode_lines(standing: Standing, tainted: Tainted | None = None) -> list[str]:
+    """The last month and week summaries that end before the first day shown, then the last days'."""
+    latest = standing.episodes
     shown = latest["day"]
     first_day = shown[0].start if shown else "9999"
     rows = [
@@ -290,14 +280,14 @@ def episode_lines(repos: Repos, days: int, tainted: Tainted | None = None) -> li
     return _marker(tainted)("episode", rows + [(e.id, f"[{e.start}] {e.summary}") for e in shown])
 
 
-def entity_lines(repos: Repos, texts: list[str], limit: int = 3, tainted: Tainted | None = None) -> list[str]:
+def entity_lines(house: Managers, texts: list[str], limit: int = 3, tainted: Tainted | None = None) -> list[str]:
     joined = "\n".join(texts)
     return (
         _marker(tainted)(
             "entity",
             [
                 (e.id, f"[{e.kind} {e.name}] {e.description} {'; '.join(map(str, e.facts or []))}".strip())
-                for e in repos.entities.mentioned_in(joined, limit)
+                for e in house.prompt.entities(joined, limit)
             ],
         )
         if joined
@@ -305,10 +295,11 @@ def entity_lines(repos: Repos, texts: list[str], limit: int = 3, tainted: Tainte
     )
 
 
-def strategy_line(repos: Repos, tainted: Tainted | None = None) -> list[str]:
+def strategy_line(standing: Standing, tainted: Tainted | None = None) -> list[str]:
     """The latest dream's strategy (a dream that read rows written from untrusted text wrote it tainted)."""
-    if tainted is not None and tainted.active:
-        latest = repos.insights.latest()
-        return tainted.lines("insight", [(latest.id, latest.strategy)]) if latest and latest.strategy else []
-    strategy = repos.insights.latest_strategy()
-    return [strategy] if strategy else []
+    if standing.strategy is None:
+        return []
+    row, strategy = standing.strategy
+    if tainted is not None and tainted.active and row is not None:
+        return tainted.lines("insight", [(row, strategy)])
+    return [strategy]

@@ -6,11 +6,11 @@ nothing to say, so a prompt without them is as before."""
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 
 import i18n
 from managers import Managers
 from managers.audience import Audience
-from memory import Repos
 from nodes.context import Services
 from nodes.reflexes.prompts import (
     EMERGENCY_LINE,
@@ -31,7 +31,7 @@ def ethics_model_lines(ethics: Ethics, language: str) -> list[str]:
     """The ethics model and the audit it is under, when ethics.yaml states more than the principles."""
     if not ethics.stated:
         return []
-    t = lambda text: i18n.text(text, language)  # noqa: E731
+    t = partial(i18n.text, language=language)
     lines = [t(ETHICS_MODEL_LINE).format(model=ethics.model_type)]
     if ethics.model_weights:
         lines.append(t(ETHICS_WEIGHTS_LINE).format(weights=ethics.weights_text()))
@@ -46,19 +46,19 @@ def ethics_model_lines(ethics: Ethics, language: str) -> list[str]:
     return [" ".join(lines)]
 
 
-def mesh_lines(services: Services, repos: Repos, language: str) -> list[str]:
+def mesh_lines(services: Services, house: Managers, language: str) -> list[str]:
     """While the mesh is on and unreachable: since when, what waits, and the Emergency Consensus rule."""
     if not services.settings.mesh.enabled:
         return []
-    mesh = services.managers.over(repos).mesh
+    mesh = house.mesh
     state = mesh.connectivity()  # the tick's config snapshot holds it: no query
     if not state.get("isolated"):
         return []
-    t = lambda text: i18n.text(text, language)  # noqa: E731
+    t = partial(i18n.text, language=language)
     since = state.get("isolated_since") or state.get("since")
     when = f"{datetime.fromisoformat(since).astimezone(services.settings.zone()):%Y-%m-%d %H:%M}" if since else "?"
     why = t(ISOLATED_WHY_DOOR if state.get("door") == "not_started" else ISOLATED_WHY_PEERS)
-    return [t(ISOLATED_LINE).format(since=when, why=why, queued=repos.mesh.outbox_count()), t(EMERGENCY_LINE)]
+    return [t(ISOLATED_LINE).format(since=when, why=why, queued=house.prompt.mesh_queued()), t(EMERGENCY_LINE)]
 
 
 def peer_lines(house: Managers, audience: Audience, language: str) -> list[str]:
@@ -66,7 +66,7 @@ def peer_lines(house: Managers, audience: Audience, language: str) -> list[str]:
     trust it earned and the owner's tags, and whether nobody added it (met on the mesh or over A2A); the rest
     counted. What a peer says of itself is not here (agents.list shows it, fenced as a command's result)."""
     shown, more = house.peers.for_prompt(audience)
-    t = lambda text: i18n.text(text, language)  # noqa: E731
+    t = partial(i18n.text, language=language)
     lines = []
     for peer in shown:
         trust = t(PEER_NO_TRUST) if peer.trust is None else f"trust {peer.trust:+.2f}"

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory import provenance
+
+if TYPE_CHECKING:
+    from managers.prompt import PromptManager
 
 _MARKER = re.compile(r"<(/?)(\s*data\b)", re.IGNORECASE)
 _TOOL_TAG = re.compile(r"<(/?)(\s*tool_call\b)", re.IGNORECASE)
@@ -38,15 +41,15 @@ class Tainted:
     summaries); `shown` gives the sources of the lines the fitted blocks kept — the tick's, so what it writes next is
     gated as the first write was (memory/provenance.py)."""
 
-    def __init__(self, repos: Any, fence: str) -> None:
-        self.repos, self.fence = repos, fence
-        self.active = repos.taints.any_active()  # none tainted (the usual case): no look-ups at all
+    def __init__(self, reader: PromptManager, fence: str) -> None:
+        self.reader, self.fence = reader, fence
+        self.active = reader.any_tainted()  # none tainted (the usual case): no look-ups at all
         self.sources: dict[str, list[provenance.Source]] = {}  # a fenced line → its sources
 
     def lines(self, tier: str, rows: Iterable[tuple[Any, str]]) -> list[str]:
         """The lines of rows of one tier (`(ref, line)`), a tainted one fenced."""
         rows = list(rows)
-        found = self.repos.taints.of(tier, [ref for ref, _ in rows]) if self.active and rows else {}
+        found = self.reader.taints(tier, [ref for ref, _ in rows]) if self.active and rows else {}
         out = []
         for ref, line in rows:
             sources = provenance.of_row(found, ref, provenance.via_of(tier, ref))
@@ -65,7 +68,7 @@ class Tainted:
     def of(self, tier: str, refs: Iterable[Any]) -> dict[str, list[provenance.Source]]:
         """The sources of the tainted rows among `refs`, by ref (for rows a fenced block shows already)."""
         refs = list(refs)
-        found = self.repos.taints.of(tier, refs) if self.active and refs else {}
+        found = self.reader.taints(tier, refs) if self.active and refs else {}
         return {ref: provenance.through(sources, provenance.via_of(tier, ref)) for ref, sources in found.items()}
 
     def shown(self, blocks: Iterable[Any]) -> list[provenance.Source]:
