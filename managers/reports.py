@@ -8,12 +8,13 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from memory.models import Approval, AuditEntry, Session, Taint
+from memory.models import Session
 from memory.note_kinds import NoteSource
 from persona.drives import compute_drives
 
 if TYPE_CHECKING:
     from managers import Managers
+    from managers.consent import ApprovalView, AuditView, TaintView
 
 VALIDATION_WINDOW = 100  # the outputs the validators' metrics are computed over
 
@@ -39,7 +40,7 @@ def session_row(s: Session) -> dict[str, Any]:
     }
 
 
-def approval_row(a: Approval) -> dict[str, Any]:
+def approval_row(a: ApprovalView) -> dict[str, Any]:
     return {
         "id": a.id,
         "status": a.status,
@@ -60,7 +61,7 @@ def approval_row(a: Approval) -> dict[str, Any]:
     }
 
 
-def taint_row(t: Taint, text: str) -> dict[str, Any]:
+def taint_row(t: TaintView, text: str) -> dict[str, Any]:
     """A row written from untrusted text: which, what it says now, and where its words came from."""
     return {
         "id": t.id,
@@ -76,7 +77,7 @@ def taint_row(t: Taint, text: str) -> dict[str, Any]:
     }
 
 
-def audit_row(e: AuditEntry) -> dict[str, Any]:
+def audit_row(e: AuditView) -> dict[str, Any]:
     return {
         "id": e.id,
         "at": iso(e.created_at),
@@ -327,11 +328,11 @@ class ReportManager:
 
     def consent(self, limit: int) -> dict[str, Any]:
         """The approvals waiting for the human, the latest decided, and the audit log of every consent decision."""
-        repos = self.repos
+        consent = self.house.consent
         return {
             "approvals": {
-                "pending": [approval_row(a) for a in repos.approvals.pending()],
-                "recent": [approval_row(a) for a in repos.approvals.list(limit=limit)],
+                "pending": [approval_row(a) for a in consent.pending()],
+                "recent": [approval_row(a) for a in consent.listing(None, limit)],
             },
-            "audit": [audit_row(e) for e in repos.audit.recent(limit * 3)],
+            "audit": [audit_row(e) for e in consent.audit_log(limit * 3)],
         }
