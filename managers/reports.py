@@ -323,7 +323,11 @@ class ReportManager:
                 for n in repos.notes.list(source=NoteSource.TASK, limit=limit)
             ],
             "sessions": [session_row(s) for s in repos.sessions.list(limit)],
-            "idle": {t.id: idle for t in repos.threads.all() if (idle := self.house.loop.cycle(t.id).get("idle"))},
+            "idle": {
+                t.id: idle.model_dump(mode="json")
+                for t in repos.threads.all()
+                if (idle := self.house.loop.cycle(t.id).idle) is not None
+            },
         }
 
     def consent(self, limit: int) -> dict[str, Any]:

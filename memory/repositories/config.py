@@ -140,6 +140,7 @@ DREAM_MESSAGE_KEY = "dreams/last_message_id"  # the newest message a dream has s
 EPISODES_CHECKED_KEY = "memory/episodes_checked_on"  # the local date on which nothing more was missing
 EMOTIONS_KEY = "emotions"  # the emotion vocabulary as the persona extended it
 CYCLE_PREFIX = "cycle/"  # + thread id: the thread's cycle settings (pause, notes mode, loaded skills …)
+THINKING_PREFIX = "thinking:"  # + thread id: when the thread last thought, its quiet streak (managers/thinking.py)
 MCP_TOOLS_PREFIX = "mcp/tools/"  # + server name: the tools last seen there
 LINEAGE_PARENT_KEY = "lineage/parent"  # a spawned child's parent
 LINEAGE_CHILDREN_KEY = "lineage/children"  # a parent's spawned children
@@ -391,12 +392,13 @@ class ConfigRepo(Repo):
     def set_playbook_run(self, thread_id: str, playbook: str, value: dict[str, Any] | None) -> None:
         self.set(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}", value)
 
-    def thinking_state(self, thread_id: str) -> dict[str, Any]:
-        """When the thread last thought and its quiet streak (managers/thinking.py)."""
-        return dict(self._dict("thinking:" + thread_id) or {})
+    def thinking_state(self, thread_id: str) -> Any:
+        """When the thread last thought and its quiet streak, as stored (managers/thinking.py reads it as a record;
+        None: never)."""
+        return copy.deepcopy(self.get(THINKING_PREFIX + thread_id))
 
     def set_thinking_state(self, thread_id: str, value: dict[str, Any]) -> None:
-        self.set("thinking:" + thread_id, value)
+        self.set(THINKING_PREFIX + thread_id, value)
 
     @property
     def reach_outs(self) -> list[dict[str, Any]]:
@@ -525,9 +527,11 @@ class ConfigRepo(Repo):
     def emotion_vocabulary(self, value: list[str] | None) -> None:
         self.set(EMOTIONS_KEY, value)
 
-    def cycle(self, thread_id: str) -> dict[str, Any]:
-        """A thread's cycle settings as stored (pause, notes mode, loaded skills …)."""
-        return dict(self.get(CYCLE_PREFIX + thread_id, {}) or {})
+    def cycle(self, thread_id: str) -> Any:
+        """A thread's cycle settings as stored (pause, notes mode, loaded skills …; a copy, {} when absent) — or
+        whatever else the row holds: managers/loop.py reads it as a record, whatever it is."""
+        value = self.get(CYCLE_PREFIX + thread_id)
+        return {} if value is None else dict(value) if isinstance(value, dict) else value
 
     def set_cycle(self, thread_id: str, value: dict[str, Any]) -> None:
         self.set(CYCLE_PREFIX + thread_id, value)

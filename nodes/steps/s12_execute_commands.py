@@ -525,9 +525,9 @@ def execute_commands(
             completion_tokens=int(totals["completion_tokens"]),
             llm_ms=totals["latency_ms"],
         )
-    chosen = cycle.get("pause_s")  # cycle.pause (per thread) wins over config.yaml's cycle.pause_s
+    chosen = cycle.pause_s  # cycle.pause (per thread) wins over config.yaml's cycle.pause_s
     pause_s = max(
         float(services.settings.cycle.pause_s if chosen is None else chosen),
         float(state.stagnation.get("pause_s") or 0.0),
     )
-    return {"executed": executed, "pause_s": pause_s, "idle": bool(cycle.get("idle"))}
+    return {"executed": executed, "pause_s": pause_s, "idle": cycle.idle is not None}

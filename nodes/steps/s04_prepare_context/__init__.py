@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 import i18n
 from managers.abstracts import delivery
 from managers.audience import ALONE, Audience
-from managers.loop import context_mode, loaded_skills
+from managers.loop import ThreadCycle, context_mode, loaded_skills
 from memory import Repos, provenance
 from nodes.commands import GUIDE_FORMS, registry
 from nodes.context import CYCLE, TICK_SUMMARY, AnimaContext, ContextBudgetError, Services, services_of
@@ -136,11 +136,11 @@ def _seen_by_kept_answer(services: Services, repos: Repos, state: TickState) -> 
 
 
 def _incoming(
-    repos: Repos, services: Services, state: TickState, cycle: dict[str, Any]
+    repos: Repos, services: Services, state: TickState, cycle: ThreadCycle
 ) -> tuple[list[Any], list[str], Audience]:
     """The notes this tick shows, their lines, and whom it answers: the author of the most urgent waiting note
     (managers/conversation.py `answering`) — only their notes are shown; anyone else's wait for a later tick."""
-    mode = cycle.get("notes_mode") or services.settings.cycle.notes_mode
+    mode = cycle.notes_mode or services.settings.cycle.notes_mode
     limit = services.settings.cycle.notes_limit
     seen = _seen_by_kept_answer(services, repos, state)
     if seen is not None:  # resumed after a kill: exactly the notes the kept answer saw, read or not by now
@@ -211,7 +211,7 @@ def _chat_blocks(
     services: Services,
     repos: Repos,
     state: TickState,
-    cycle: dict[str, Any],
+    cycle: ThreadCycle,
     notes: list[Any],
     note_lines: list[str],
     processes: list[Any],
@@ -235,7 +235,7 @@ def _chat_blocks(
         history, shown_ids = recent_thoughts(
             repos,
             thread_id,
-            int(cycle.get("responses", services.settings.cycle.responses)),
+            services.settings.cycle.responses if cycle.responses is None else cycle.responses,
             cycle,
             services.memory,
             plain=wanted(services.settings.voice.plain_recent, provider_of(services, state.stagnation.get("llm"))),
@@ -331,7 +331,7 @@ def _chat_blocks(
             abstract_lines(
                 repos,
                 now,
-                cycle.get("focus_tags"),
+                cycle.focus_tags or None,
                 delivery=delivery(cycle, services.settings),
                 on_request=t(ABSTRACTS_ON_REQUEST),
                 tainted=tainted,
@@ -439,7 +439,7 @@ def _chat_prompt(
     services: Services,
     repos: Repos,
     state: TickState,
-    cycle: dict[str, Any],
+    cycle: ThreadCycle,
     notes: list[Any],
     note_lines: list[str],
     processes: list[Any],
@@ -656,17 +656,15 @@ def prepare_context(
         window = thread_window(services, repos, state.thread_id, thread)
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
-        cycle = dict(
-            services.reads.get(
-                state.thread_id,
-                state.tick,
-                CYCLE,
-                lambda: services.managers.over(repos).loop.context_cycle(state.thread_id),
-            )
+        cycle: ThreadCycle = services.reads.get(
+            state.thread_id,
+            state.tick,
+            CYCLE,
+            lambda: services.managers.over(repos).loop.context_cycle(state.thread_id),
         )
         episode = state.stagnation
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
-            cycle["context_mode"] = episode["context_mode"]
+            cycle = cycle.model_copy(update={"context_mode": episode["context_mode"]})
         task = repos.tasks.by_repl_thread(state.thread_id)
         # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
         notes, note_lines, audience = _incoming(repos, services, state, cycle) if task is None else ([], [], ALONE)

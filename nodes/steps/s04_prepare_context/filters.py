@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import i18n
+from managers.loop import ThreadCycle
 from managers.notes import Incoming, notes_filter
 from memory import Repos
 from nodes.context import UNREAD, Services
@@ -17,7 +18,7 @@ FILTERED = "unread_filtered"  # TickReads: (limit, the filter as JSON) -> Incomi
 
 
 def unread_for_tick(
-    repos: Repos, services: Services, state: TickState, cycle: dict[str, Any], limit: int, *, fresh: bool = False
+    repos: Repos, services: Services, state: TickState, cycle: ThreadCycle, limit: int, *, fresh: bool = False
 ) -> list[Any]:
     """The unread notes this tick shows: all (the drives' step read them already), or those the filter in force
     lets through (the owner's always). `fresh`: read again, not what the tick read before (a thought cut for a note
@@ -36,7 +37,7 @@ def unread_for_tick(
     return list(found.notes)
 
 
-def held_lines(services: Services, state: TickState, cycle: dict[str, Any], language: str) -> list[str]:
+def held_lines(services: Services, state: TickState, cycle: ThreadCycle, language: str) -> list[str]:
     """One line when the filter keeps unread notes back this tick (none otherwise)."""
     wanted = notes_filter(cycle, services.settings)
     if not wanted.active():
