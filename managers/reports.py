@@ -8,13 +8,13 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from memory.models import Session
 from memory.note_kinds import NoteSource
 from persona.drives import compute_drives
 
 if TYPE_CHECKING:
     from managers import Managers
     from managers.consent import ApprovalView, AuditView, TaintView
+    from managers.sessions import SessionView
 
 VALIDATION_WINDOW = 100  # the outputs the validators' metrics are computed over
 
@@ -23,7 +23,7 @@ def iso(value: date | None) -> str | None:  # a datetime is a date
     return value.isoformat() if value is not None else None
 
 
-def session_row(s: Session) -> dict[str, Any]:
+def session_row(s: SessionView) -> dict[str, Any]:
     return {
         "id": s.id,
         "thread_id": s.thread_id,
@@ -322,7 +322,7 @@ class ReportManager:
                 {"id": n.id, "task_id": n.task_id, "text": n.text, "read": n.read, "created_at": iso(n.created_at)}
                 for n in repos.notes.list(source=NoteSource.TASK, limit=limit)
             ],
-            "sessions": [session_row(s) for s in repos.sessions.list(limit)],
+            "sessions": [session_row(s) for s in self.house.sessions.listing(limit)],
             "idle": {
                 t.id: idle.model_dump(mode="json")
                 for t in repos.threads.all()
