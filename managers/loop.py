@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, ValidationError
 
 from managers.records import Record, read
-from memory.repositories.config import CYCLE_PREFIX, LOOP_CONTROL_KEY, LOOP_STATUS_KEY, WAKE_REQUEST_KEY
+from memory.repositories.config import (
+    CYCLE_PREFIX,
+    LOOP_CONTROL_KEY,
+    LOOP_STATUS_KEY,
+    PLAYBOOK_RUN_PREFIX,
+    WAKE_REQUEST_KEY,
+)
 from memory.upkeep.abstracts import request_abstract
 from persona.settings import NotesFilter
 
@@ -66,6 +72,15 @@ class WakeRequest(Record):
 
     by: str | None = None
     at: datetime | None = None
+
+
+class PlaybookRun(Record):
+    """A playbook's last run on a thread (the `run/<thread>/<playbook>` key): a one-shot run resumes a run that was
+    cut while running, with its inputs."""
+
+    run_id: str | None = None
+    status: str | None = None  # running | done | woken
+    inputs: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -159,12 +174,13 @@ class LoopManager:
         """What decides whether a deployed persona thinks now, read in one statement (the unit's config cache)."""
         self.repos.config.preload_tick_decision(thread_id)
 
-    def playbook_run(self, thread_id: str, playbook: str) -> dict[str, Any]:
-        """The playbook's last run on the thread (run_id, status, inputs), or {}."""
-        return dict(self.repos.config.playbook_run(thread_id, playbook) or {})
+    def playbook_run(self, thread_id: str, playbook: str) -> PlaybookRun:
+        """The playbook's last run on the thread (none: an empty record; what cannot be read: the same, logged)."""
+        stored = self.repos.config.playbook_run(thread_id, playbook)
+        return read(PlaybookRun, stored, f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}")
 
-    def set_playbook_run(self, thread_id: str, playbook: str, run: dict[str, Any]) -> None:
-        self.repos.config.set_playbook_run(thread_id, playbook, run)
+    def set_playbook_run(self, thread_id: str, playbook: str, run: PlaybookRun) -> None:
+        self.repos.config.set_playbook_run(thread_id, playbook, run.stored())
 
     def log(self, name: str, text: str, *, status: str, thread_id: str | None = None) -> None:
         """A line in the process log the next prompt shows (a dream that failed or ended, a child that started)."""

@@ -54,4 +54,23 @@ def read(record: type[R], value: Any, key: str) -> R:
             return record()
 
 
-__all__ = ["Record", "read"]
+def read_list(record: type[R], value: Any, key: str) -> list[R]:
+    """The records a stored JSON list holds, in order; an entry the record cannot take is left out (logged), and a
+    value that is no list gives none."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        log.warning("config %s: not a JSON list (%s); read as empty", key, type(value).__name__)
+        return []
+    found, bad = [], []
+    for index, entry in enumerate(value):
+        try:
+            found.append(record.model_validate(entry))
+        except ValidationError:
+            bad.append(str(index))
+    if bad:
+        log.warning("config %s: entries %s not readable; left out", key, ", ".join(bad))
+    return found
+
+
+__all__ = ["Record", "read", "read_list"]

@@ -385,9 +385,10 @@ class ConfigRepo(Repo):
     def loop_status(self, value: dict[str, Any] | None) -> None:
         self.set(LOOP_STATUS_KEY, value)
 
-    def playbook_run(self, thread_id: str, playbook: str) -> dict[str, Any] | None:
-        """A one-shot playbook's run on a thread: {run_id, status, inputs}."""
-        return self._dict(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}")
+    def playbook_run(self, thread_id: str, playbook: str) -> Any:
+        """A one-shot playbook's run on a thread, as stored: {run_id, status, inputs} (managers/loop.py reads it as a
+        record; None: never ran)."""
+        return copy.deepcopy(self.get(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}"))
 
     def set_playbook_run(self, thread_id: str, playbook: str, value: dict[str, Any] | None) -> None:
         self.set(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}", value)
@@ -466,9 +467,9 @@ class ConfigRepo(Repo):
         self.set(f"{SESSION_EXPORT_PREFIX}{session_id}", value)
 
     @property
-    def persona_edits(self) -> list[dict[str, Any]]:
-        """The human's edits of persona files, newest last."""
-        return list(self.get(PERSONA_EDITS_KEY) or [])
+    def persona_edits(self) -> Any:
+        """The human's edits of persona files, newest last, as stored (managers/persona.py reads them as records)."""
+        return copy.deepcopy(self.get(PERSONA_EDITS_KEY))
 
     @persona_edits.setter
     def persona_edits(self, value: list[dict[str, Any]] | None) -> None:
@@ -482,9 +483,10 @@ class ConfigRepo(Repo):
         self.set(ACTIVE_THREAD_PREFIX + root_id, thread_id)
 
     @property
-    def last_applied_dream(self) -> dict[str, Any]:
-        """{run, outcome} of the last dream run whose answer was applied."""
-        return dict(self.get(DREAM_APPLIED_KEY) or {})
+    def last_applied_dream(self) -> Any:
+        """{run, outcome} of the last dream run whose answer was applied, as stored (managers/dreams.py reads it as a
+        record)."""
+        return copy.deepcopy(self.get(DREAM_APPLIED_KEY))
 
     @last_applied_dream.setter
     def last_applied_dream(self, value: dict[str, Any] | None) -> None:
@@ -563,9 +565,10 @@ class ConfigRepo(Repo):
         self.set(LINEAGE_CHILDREN_KEY, value)
 
     @property
-    def mesh_connectivity(self) -> dict[str, Any]:
-        """Whether the mesh door reaches a peer, as it last said ({} before it ever did; managers/mesh.py)."""
-        return dict(self.get(MESH_CONNECTIVITY_KEY) or {})
+    def mesh_connectivity(self) -> Any:
+        """Whether the mesh door reaches a peer, as it last said (None before it ever did; managers/mesh.py reads it
+        as a record)."""
+        return copy.deepcopy(self.get(MESH_CONNECTIVITY_KEY))
 
     @mesh_connectivity.setter
     def mesh_connectivity(self, value: Mapping[str, Any]) -> None:

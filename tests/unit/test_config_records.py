@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from managers.loop import IdleState, LoopError, LoopReport, ThreadCycle
+from managers.loop import IdleState, LoopError, LoopReport, PlaybookRun, ThreadCycle
 from managers.thinking import ThinkingState
 from memory import Database
-from persona.settings import NotesFilter
+from persona.settings import NotesFilter, Settings
 from tests.fakes.managers import managers_over
 
 NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -153,3 +153,52 @@ def test_the_loops_control_report_and_wake_come_back_and_a_bad_one_gives_their_d
         assert loop.woken_since(NOW, 0) is None
     bad = " ".join(r.getMessage() for r in caplog.records)
     assert "run/control" in bad and "run/status" in bad and "run/wake" in bad
+
+
+def test_the_mesh_connectivity_comes_back_and_a_bad_one_is_not_isolated(db: Database, caplog) -> None:
+    settings = Settings(mesh={"enabled": True})
+    with db.unit() as repos:
+        mesh = managers_over(repos, settings, clock=lambda: NOW).mesh
+        assert mesh.connectivity().door is None and not mesh.isolated()  # the door never said
+        assert mesh.record_connectivity(isolated=True, door="not_started")
+        assert not mesh.record_connectivity(isolated=True, door="not_started")  # no change: nothing stored
+        state = mesh.connectivity()
+        assert (state.isolated, state.door, state.since, state.isolated_since) == (True, "not_started", NOW, NOW)
+        assert mesh.isolated()
+        repos.config.mesh_connectivity = {"isolated": "perhaps", "door": "running"}
+    with caplog.at_level(logging.WARNING, logger="managers.records"), db.unit() as repos:
+        mesh = managers_over(repos, settings, clock=lambda: NOW).mesh
+        assert not mesh.isolated() and mesh.connectivity().door == "running"
+    assert any("mesh/connectivity" in r.getMessage() and "isolated" in r.getMessage() for r in caplog.records)
+
+
+def test_the_persona_edits_come_back_newest_first_and_a_bad_entry_is_left_out(db: Database, caplog) -> None:
+    with db.unit() as repos:
+        persona = managers_over(repos).persona
+        persona.record_edit("SOUL.md", by="owner (web)", now=NOW)
+        persona.record_edit("ethics.yaml", by="owner (cli)", now=NOW + timedelta(minutes=1))
+        assert [(e.what, e.by) for e in persona.edits()] == [("ethics.yaml", "owner (cli)"), ("SOUL.md", "owner (web)")]
+        repos.config.persona_edits = [*repos.config.persona_edits, {"what": "no time, no author"}, "a string"]
+    with caplog.at_level(logging.WARNING, logger="managers.records"), db.unit() as repos:
+        persona = managers_over(repos).persona
+        assert [e.what for e in persona.edits()] == ["ethics.yaml", "SOUL.md"]
+        persona.record_edit("IDENTITY.md", by="owner (web)", now=NOW)  # what could not be read is not written back
+        assert [e["what"] for e in repos.config.persona_edits] == ["SOUL.md", "ethics.yaml", "IDENTITY.md"]
+    assert any("human/persona_edits" in r.getMessage() and "2, 3" in r.getMessage() for r in caplog.records)
+
+
+def test_a_playbook_run_comes_back_and_a_bad_one_resumes_nothing(db: Database, caplog) -> None:
+    with db.unit() as repos:
+        loop = managers_over(repos).loop
+        assert loop.playbook_run("main", "summarise") == PlaybookRun()
+        loop.set_playbook_run("main", "summarise", PlaybookRun(run_id="r1", status="running", inputs={"n": 3}))
+        assert loop.playbook_run("main", "summarise") == PlaybookRun(run_id="r1", status="running", inputs={"n": 3})
+        assert repos.config.playbook_run("main", "summarise") == {
+            "run_id": "r1",
+            "status": "running",
+            "inputs": {"n": 3},
+        }
+        repos.config.set_playbook_run("main", "summarise", {"run_id": ["r", 1], "status": "running", "inputs": "n=3"})
+    with caplog.at_level(logging.WARNING, logger="managers.records"), db.unit() as repos:
+        assert managers_over(repos).loop.playbook_run("main", "summarise") == PlaybookRun(status="running")
+    assert any("run/main/summarise" in r.getMessage() for r in caplog.records)
