@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError
 
-from managers.records import Record, read
+from managers.records import Record, read, read_list
 from memory.repositories.config import (
     CYCLE_PREFIX,
+    LINEAGE_CHILDREN_KEY,
     LOOP_CONTROL_KEY,
     LOOP_STATUS_KEY,
     PLAYBOOK_RUN_PREFIX,
@@ -81,6 +82,21 @@ class PlaybookRun(Record):
     run_id: str | None = None
     status: str | None = None  # running | done | woken
     inputs: dict[str, Any] | None = None
+
+
+class LineageChild(Record):
+    """A child persona spawned from this one (the `lineage/children` list): where it lives, and once it was met, its
+    DID and the port it is served on (graph/loop/children.py starts it beside the loop)."""
+
+    name: str
+    mode: str | None = None  # clone | trained | newborn
+    persona_dir: str | None = None
+    database: str | None = None
+    spawned_at: str | None = None
+    did: str | None = None
+    port: int | None = None
+    data_dir: str | None = None
+    db_name: str | None = None  # a PostgreSQL child's database (never its URL: that holds a password)
 
 
 @dataclass(frozen=True)
@@ -215,9 +231,10 @@ class LoopManager:
             talking_minutes=settings.conversation.active_minutes,
         )
 
-    def lineage_children(self) -> list[dict[str, Any]]:
-        """The children this persona spawned (managers/spawn.py), as their entries were kept."""
-        return list(self.repos.config.lineage_children)
+    def lineage_children(self) -> list[LineageChild]:
+        """The children this persona spawned (managers/spawn.py), as their entries were kept (one that cannot be read
+        is left out, logged)."""
+        return read_list(LineageChild, self.repos.config.lineage_children, LINEAGE_CHILDREN_KEY)
 
     def control(self) -> LoopControl:
         """What the human asked of the loop (what cannot be read: running, logged)."""

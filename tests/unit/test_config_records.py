@@ -202,3 +202,17 @@ def test_a_playbook_run_comes_back_and_a_bad_one_resumes_nothing(db: Database, c
     with caplog.at_level(logging.WARNING, logger="managers.records"), db.unit() as repos:
         assert managers_over(repos).loop.playbook_run("main", "summarise") == PlaybookRun(status="running")
     assert any("run/main/summarise" in r.getMessage() for r in caplog.records)
+
+
+def test_the_lineage_children_come_back_and_one_that_cannot_be_read_is_left_out(db: Database, caplog) -> None:
+    born = {"name": "Kit", "mode": "clone", "persona_dir": "/p/kit", "spawned_at": NOW.isoformat()}
+    with db.unit() as repos:
+        repos.config.lineage_children = [
+            {**born, "did": "did:key:z6Mk", "port": 8801, "data_dir": "/d/kit"},
+            {"mode": "trained"},  # no name
+            {"name": "Bo", "port": "eighty"},
+        ]
+    with caplog.at_level(logging.WARNING, logger="managers.records"), db.unit() as repos:
+        [kit] = managers_over(repos).loop.lineage_children()
+    assert (kit.name, kit.port, kit.data_dir, kit.db_name) == ("Kit", 8801, "/d/kit", None)
+    assert any("lineage/children" in r.getMessage() and "1, 2" in r.getMessage() for r in caplog.records)
