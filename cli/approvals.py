@@ -8,6 +8,7 @@ A trusted row is shown as the persona's own from its next tick.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -50,7 +51,7 @@ def approvals(
         _sources(r["untrusted_sources"], "it had read untrusted text")
 
 
-def _sources(sources: list[dict], said: str) -> None:
+def _sources(sources: list[dict[str, Any]], said: str) -> None:
     for source in sources:
         via = f" (via {escape(preview(source['via'], 80))})" if source.get("via") else ""
         console.print(

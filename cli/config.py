@@ -27,6 +27,7 @@ from cli.options import (
     managers_of,
     open_data,
 )
+from cli.startup import DEBUG
 
 app = typer.Typer(help="The run's settings: every effective value and where it came from.")
 
@@ -37,6 +38,7 @@ def _shown(value: Any) -> str:
 
 @app.command("show")
 def config_show(
+    ctx: typer.Context,
     persona: str | None = PersonaDir,
     data_dir: str | None = DataDir,
     db: str | None = DbUrl,
@@ -63,6 +65,7 @@ def config_show(
         embed_model=embed_model,
         chroma_url=chroma_url,
         language=lang,
+        debug=True if ctx.meta.get(DEBUG) else None,  # the app's global --debug (cli/startup.py)
     )
     try:
         with managers_of(database, data_dir, db, settings).reading() as house:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 from urllib.parse import quote
 
 from rich.console import Console
@@ -35,14 +36,16 @@ class LiveView:
         self.tokens = 0
         self.started = time.perf_counter()
         self.where = "starting"
-        self._llm: dict = {}
+        self._llm: dict[str, Any] = {}
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self.status.__enter__()
         return self
 
-    def __exit__(self, *exc):
-        self.status.__exit__(*exc)
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.status.__exit__(exc_type, exc, traceback)
 
     def __call__(self, mode: str, data: Any) -> None:
         if mode == "custom":
@@ -125,7 +128,7 @@ class LiveView:
             return f"{self.web_url}/api/ticks/{quote(self.thread, safe='')}/{self.tick}"
         return "run.py inspect --json"
 
-    def _dream(self, data: dict) -> None:
+    def _dream(self, data: dict[str, Any]) -> None:
         phase = data.get("phase")
         if phase == "gathered":
             self.status.update(f"dreaming (level {data['level']}) · {data.get('material_chars', 0)} chars of material")
@@ -157,7 +160,7 @@ class LiveView:
                 highlight=False,
             )
 
-    def _approval(self, data: dict) -> None:
+    def _approval(self, data: dict[str, Any]) -> None:
         if not data.get("new"):
             return  # already asked: the human has it in `run.py approvals`
         args = json.dumps(data.get("args") or {}, ensure_ascii=False)
@@ -168,7 +171,7 @@ class LiveView:
             highlight=False,
         )
 
-    def _summary(self, update: dict) -> None:
+    def _summary(self, update: dict[str, Any]) -> None:
         llm = self._llm
         parts = [f"tick {self.tick}", f"{time.perf_counter() - self.started:.1f}s"]
         if llm:

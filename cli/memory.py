@@ -41,12 +41,12 @@ def _run(
     action: Callable[[Managers], Anonymised],
     refused: type[Exception],
     code: int,
-    data_dir,
-    db,
-    persona,
-    embed_url,
-    embed_model,
-    chroma_url,
+    data_dir: str | None,
+    db: str | None,
+    persona: str | None,
+    embed_url: str | None,
+    embed_model: str | None,
+    chroma_url: str | None,
 ) -> Anonymised:
     """`action` in one unit of work as the human, audited as the human's decision when it changed memory; then the
     vectors of what it rewrote. What `refused` raises is one red line and exit `code`."""

@@ -3,9 +3,9 @@
 A data dir remembers the persona it was run with (graph/services.py), so `inspect`, `kb`, `persona show` and the
 rest read that persona's settings without `--persona`.
 
-The options that are settings (--data-dir, --db, --persona, --embed-url, --chroma-url, --llm-url, --model …) have no
-`envvar=` of their own: a flag not given is None, and the settings read ANIMA_DATA_DIR & co themselves
-(persona/settings.py) — one resolution, which `run.py config show` reports.
+The options that are settings (--data-dir, --db, --persona, --embed-url, --chroma-url, --llm-url, --model, --name,
+--debug …) have no `envvar=` of their own: a flag not given is None, and the settings read ANIMA_DATA_DIR & co
+themselves (persona/settings.py) — one resolution, which `run.py config show` reports.
 """
 
 from __future__ import annotations
@@ -68,11 +68,22 @@ Lang = typer.Option(
     "$ANIMA_LANGUAGE, else the persona's config.yaml `language`, else auto).",
 )
 Thread = typer.Option("main", "--thread", help="Thread id (resume by using the same one).")
+
+
+def _persona_name(value: str | None) -> str | None:
+    """--name, else the setting `persona_name` (ANIMA_PERSONA_NAME, read by the settings: `config show` reports it)."""
+    from persona.settings import run_value
+
+    with starting():
+        name: str | None = run_value("persona_name", value)
+    return name
+
+
 PersonaName = typer.Option(
     None,
     "--name",
-    envvar="ANIMA_PERSONA_NAME",
-    help="A persona of a deployment (run.py personas list), with --db postgresql://…",
+    callback=_persona_name,
+    help="A persona of a deployment (run.py personas list), with --db postgresql://… (default: $ANIMA_PERSONA_NAME).",
 )
 
 

@@ -32,6 +32,11 @@ from cli.startup import StartupError, _in_directory, preflight
 from cli.web import check_web_binding, start_web
 
 if TYPE_CHECKING:
+    from types import FrameType
+
+    from graph.agent import Agent
+    from graph.loop import Stopper
+    from graph.playbook import Playbook
     from persona.settings import Overrides
 
 
@@ -185,7 +190,7 @@ def run(
         raise typer.Exit(2) from None
     stopper = Stopper()
 
-    def on_signal(_sig, _frame):
+    def on_signal(_sig: int, _frame: FrameType | None) -> None:
         if stopper.requested:
             raise KeyboardInterrupt
         err.print("\n[yellow]stopping: cancelling the model call, saving what is done (Ctrl-C again to abort)…[/]")
@@ -285,7 +290,7 @@ def start_mesh(database: Any, settings: Any) -> Any:
     return door
 
 
-def read_playbook(reference: str):
+def read_playbook(reference: str) -> Playbook:
     """The playbook a run names, checked before anything is loaded: an invalid one is one message naming the file,
     the line and the field, exit code 2 (cli/startup.py)."""
     from graph.playbook import PlaybookError, load_playbook, resolve_playbook_path
@@ -297,7 +302,7 @@ def read_playbook(reference: str):
         raise StartupError("invalid playbook", _in_directory(str(exc), path.parent)) from exc
 
 
-def wait_for_start(agent, stopper) -> bool:
+def wait_for_start(agent: Agent, stopper: Stopper) -> bool:
     """Stopped from the web app: the session is saved; wait for Start there (True) or Ctrl-C (False)."""
 
     err.print("[yellow]stopped from the web app — session saved; Start there continues (Ctrl-C quits)[/]")
@@ -309,7 +314,7 @@ def wait_for_start(agent, stopper) -> bool:
     return False
 
 
-def run_once(agent, given: dict[str, str], stopper) -> None:
+def run_once(agent: Agent, given: dict[str, str], stopper: Stopper) -> None:
     """A one-shot playbook (deep_work, novel): run it (or resume its interrupted run) and print its outputs."""
     from langgraph.errors import GraphDrained
 

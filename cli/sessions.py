@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -88,7 +89,7 @@ def sessions_export(
     console.print("\n".join(str(out / f"session-{session_id}.{suffix}") for suffix in files), soft_wrap=True)
 
 
-def _export_deployed(db: str | None, name: str, session_id: int) -> tuple[dict, str]:
+def _export_deployed(db: str | None, name: str, session_id: int) -> tuple[dict[str, Any], str]:
     from cli.fleet import open_deployment
     from memory.fleet import FleetError
 

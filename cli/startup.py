@@ -130,10 +130,9 @@ def with_debug_option(callback: Callable[..., Any]) -> Callable[..., Any]:
     option = typer.Option(
         False,
         "--debug",
-        envvar="ANIMA_DEBUG",
         expose_value=False,
         callback=_remember_debug,
-        help="Show the traceback when a configuration error stops anima.",
+        help="Show the traceback when a configuration error stops anima (default: $ANIMA_DEBUG).",
     )
     signature = inspect.signature(callback, eval_str=True)
     wrapped.__signature__ = signature.replace(  # type: ignore[attr-defined]
@@ -146,6 +145,18 @@ def with_debug_option(callback: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
+def debugging(ctx: ClickContext) -> bool:
+    """--debug, else the setting `debug` (ANIMA_DEBUG) — read alone: the rest of the settings may be what failed."""
+    from persona.settings import SettingsError, run_value
+
+    if ctx.meta.get(DEBUG):
+        return True
+    try:
+        return bool(run_value("debug"))
+    except SettingsError:  # ANIMA_DEBUG=maybe: no traceback, the start-up error is the message that matters
+        return False
+
+
 class AnimaGroup(LazyGroup):
     """The app's command group: a StartupError anywhere below it is one message and exit code 2."""
 
@@ -154,7 +165,7 @@ class AnimaGroup(LazyGroup):
             return super().invoke(ctx)
         except StartupError as exc:
             err = Console(stderr=True)
-            if ctx.meta.get(DEBUG):
+            if debugging(ctx):
                 err.print("".join(traceback.format_exception(exc)), markup=False, highlight=False, soft_wrap=True)
             err.print(f"[red]anima cannot start[/] — {escape(str(exc))}", soft_wrap=True, highlight=False)
             raise typer.Exit(2) from None

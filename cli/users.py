@@ -4,7 +4,8 @@ requests from unknown senders (accept / refuse). This is the operator's door: wh
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -30,7 +31,7 @@ app = typer.Typer(
 BY = "operator (cli)"
 
 
-def _rows(house) -> list[dict]:
+def _rows(house: Managers) -> list[dict[str, Any]]:
     return [v.as_dict() for v in house.people.list()]
 
 
@@ -112,7 +113,7 @@ def info(person: str, data_dir: str | None = DataDir, db: str | None = DbUrl, na
     print_listing(rows, True, "")
 
 
-def _change(action, data_dir: str | None, db: str | None, name: str | None) -> None:
+def _change(action: Callable[[Managers], str], data_dir: str | None, db: str | None, name: str | None) -> None:
     from managers.errors import NotFound
     from managers.people import PeopleError
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memory.models import Abstract
-from memory.upkeep.abstracts import request_abstract
+from memory.upkeep.abstracts import Generate, build_abstract, clear_request, pending_request, request_abstract
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -60,6 +60,45 @@ class AbstractManager:
     def request(self, root_thread: str, trigger: str = "requested", what: str = "asked by the persona") -> None:
         """Ask for an abstract of the thread's recent thoughts, made after the tick."""
         request_abstract(self.repos, root_thread, trigger, what)
+
+    def due(self, thread_id: str, tick: int, *, manual: bool) -> dict[str, Any] | None:
+        """The abstract the memory upkeep makes after this tick (the request: trigger and what), or None. Every
+        `memory.abstract_every` ticks one is asked for; with manual delivery only what was asked for is made — an
+        automatic request is dropped, and the process log says so. (Reads the episodes' check with the request, in
+        one query: the upkeep asks it next.)"""
+        repos, every = self.repos, self.house.deps.settings.memory.abstract_every
+        repos.config.preload_memory_upkeep(thread_id)
+        if every > 0 and tick > 0 and tick % every == 0 and not manual and pending_request(repos, thread_id) is None:
+            request_abstract(repos, thread_id, "every_n", f"tick {tick}")
+        request = pending_request(repos, thread_id)
+        if request and manual and request.get("trigger") in AUTOMATIC_TRIGGERS:
+            clear_request(repos, thread_id)
+            repos.processes.add(
+                "memory.abstract",
+                f"abstract not made: abstracts are manual ({request.get('trigger')}: {request.get('what', '')})",
+                status="ok",
+                thread_id=thread_id,
+            )
+            return None
+        return request
+
+    def make_requested(
+        self, thread_id: str, request: dict[str, Any], generate: Generate, *, author: str, language: str
+    ) -> Abstract | None:
+        """The requested abstract, made from what is new since the last one (None: too little new), the request
+        cleared and the process log told. A model that does not answer raises (the request stays for a later
+        tick)."""
+        trigger = request.get("trigger", "manual")
+        row = build_abstract(self.repos, thread_id, trigger, generate, author, language=language)
+        clear_request(self.repos, thread_id)
+        message = (
+            f"abstract {row.id} '{row.title}' from {len(row.sources)} sources ({request.get('trigger')}: "
+            f"{request.get('what', '')})"
+            if row
+            else f"abstract skipped: too little new ({request.get('trigger')})"
+        )
+        self.repos.processes.add("memory.abstract", message, status="ok", thread_id=thread_id)
+        return row
 
     def set_delivery(self, thread_id: str, mode: Delivery) -> None:
         self.house.loop.update_cycle(thread_id, abstracts_mode=mode)

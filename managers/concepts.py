@@ -23,6 +23,11 @@ class ConceptManager:
     def add(self, name: str, description: str = "", *, tags: Iterable[str] = (), weight: float = 1.0) -> Concept:
         return self.repos.concepts.add(name, description, tags=tags, weight=weight)
 
+    def growth(self, thread_id: str, since_tick: int) -> tuple[int, int, int] | None:
+        """(concepts in all, concepts added, links added) since the thread's tick `since_tick` began; None when the
+        thread has no such tick yet."""
+        return self.repos.concepts.growth(thread_id, since_tick)
+
     def list(self, *, limit: int = 30, include_archived: bool = False) -> builtins.list[Concept]:
         return self.repos.concepts.list(limit=limit, include_archived=include_archived)
 

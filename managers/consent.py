@@ -23,7 +23,8 @@ policy's `violation_at` is a violation: with `on_violation: block_commands_and_l
 **Approvals.** A parked command is an `approvals` row (`request`); the loop goes on thinking. The human answers from
 any door — `run.py approve/deny`, the web app, the MCP server — through `answer`: approved, the command runs once at
 the persona's next tick (the run, the approval's `executed` mark and the effect share one transaction, and only the
-transaction that moves the row from approved to executed commits); denied, it never runs and the persona reads the
+transaction that moves the row from approved to executed commits: `executed_on_approval`, which a document's
+settlement uses too); denied, it never runs and the persona reads the
 denial, with its reason, in its next prompt. An idle loop wakes on the answer. A document sent over a channel
 (`kb.add_document`, no command of the persona's) is settled at once: added to the knowledge base, or its kept bytes
 deleted. Every decision goes to the audit log (`audit`, `record`).
@@ -35,7 +36,8 @@ human act, like an approval, from the page, the API or `run.py trust`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +47,7 @@ from managers.people import right
 from managers.views import frozen, frozen_all
 from memory import provenance
 from memory.repositories.consent import canonical_args
+from memory.taint import tainted, tracking_reads
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -144,6 +147,65 @@ class Verdict:
     reason: str
     sources: list[provenance.Source] = field(default_factory=list)  # provenance: the untrusted text the tick read
     ethics: dict[str, Any] | None = None  # the tick's ethics decision (Ethics.decision_record), kept on its audit entry
+
+
+@dataclass(frozen=True)
+class CommandCall:
+    """A command a tick asked for, as its exactly-once record keeps it (`cmd_key`: thread:tick:cmd_id)."""
+
+    cmd_key: str
+    thread_id: str
+    tick: int
+    cmd_id: str
+    type: str
+    args: dict[str, Any]
+    description: str
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "cmd_key": self.cmd_key,
+            "thread_id": self.thread_id,
+            "tick": self.tick,
+            "cmd_id": self.cmd_id,
+            "type": self.type,
+            "args": self.args,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """What became of a command already recorded (its record is written once: a re-run step only reads it)."""
+
+    status: str
+    result: str | None
+
+
+@dataclass(frozen=True)
+class ApprovedCommand:
+    """An approval as the command it runs (or the document it adds): what running it and recording its end need."""
+
+    id: int
+    cmd_key: str
+    cmd_id: str
+    type: str
+    effect: str
+    args: dict[str, Any]
+    description: str
+    thread_id: str
+
+    @classmethod
+    def of(cls, row: Approval) -> ApprovedCommand:
+        return cls(
+            id=row.id,
+            cmd_key=row.cmd_key,
+            cmd_id=row.cmd_id,
+            type=row.type,
+            effect=row.effect,
+            args=dict(row.args or {}),
+            description=row.description or "",
+            thread_id=row.thread_id,
+        )
 
 
 def required_rating(cmd_type: str, effect: Effect, settings: Settings, strict_by: float = 0.0) -> float:
@@ -302,6 +364,143 @@ class ConsentManager:
             now=now,
             provenance=verdict.sources,
         )
+
+    # -- a tick's command, recorded exactly once ---------------------------------------------------------------------
+
+    def outcome(self, cmd_key: str) -> CommandOutcome | None:
+        """What became of a command already recorded (a step run again after a kill does not run it twice)."""
+        row = self.repos.commands.get(cmd_key)
+        return CommandOutcome(row.status, row.result) if row is not None else None
+
+    def refused(self, call: CommandCall, status: str, reason: str) -> None:
+        """A command that never reached the gate — unknown, bad arguments, switched off, withdrawn, not for this
+        thread or audience — recorded with why."""
+        self.repos.commands.record(**call.fields(), status=status, result=reason)
+
+    def blocked(self, verdict: Verdict, call: CommandCall, *, now: datetime) -> str:
+        """A command the gate refused: recorded (`blocked` by the ethics policy, else `unvalidated`) and audited; its
+        status."""
+        status = "blocked" if verdict.actor == "ethics" else "unvalidated"
+        self.repos.commands.record(**call.fields(), status=status, result=verdict.reason)
+        self.audit(
+            verdict,
+            type=call.type,
+            decision="blocked",
+            cmd_key=call.cmd_key,
+            thread_id=call.thread_id,
+            tick=call.tick,
+            now=now,
+        )
+        return status
+
+    def parked_command(
+        self, verdict: Verdict, call: CommandCall, *, root_thread: str, now: datetime
+    ) -> tuple[int, bool, str]:
+        """A command the gate parked: its pending approval (an identical one is reused) and its record saying it
+        waits; (approval id, newly created, what the persona reads)."""
+        row, created = self.park(
+            verdict,
+            cmd_key=call.cmd_key,
+            cmd_id=call.cmd_id,
+            type=call.type,
+            args=call.args,
+            description=call.description,
+            thread_id=call.thread_id,
+            root_thread=root_thread,
+            tick=call.tick,
+            now=now,
+        )
+        message = (
+            f"waits for my human's approval (approval {row.id})"
+            if created
+            else f"already waiting for my human's approval (approval {row.id})"
+        )
+        self.repos.commands.record(**call.fields(), status="pending_approval", result=message)
+        return row.id, created, message
+
+    @contextmanager
+    def tracked(
+        self, untrusted: Sequence[provenance.Source], *, thread_id: str, tick: int
+    ) -> Iterator[set[tuple[str, str]]]:
+        """A command's run: every memory row it writes keeps the untrusted sources its tick read (memory/taint.py),
+        and the (tier, ref) of every row it reads is collected (what its result shows)."""
+        session = self.repos.session
+        with tracking_reads(session) as read, tainted(session, list(untrusted), thread_id=thread_id, tick=tick):
+            yield read
+
+    def show_result(
+        self,
+        type: str,
+        output: str,
+        *,
+        thread_id: str,
+        sources: Sequence[provenance.Source],
+        read: set[tuple[str, str]],
+        tag: str | None,
+    ) -> None:
+        """A command's result the next prompt shows, in the process log with where its words came from: its own
+        sources and those of the tainted rows it read (`tag`: a result read for a guest or a peer is shown again only
+        while answering them)."""
+        found = self.repos.taints.of_keys(read) if read else {}
+        shown = provenance.merged(
+            *(provenance.through(rows, provenance.via_of(tier, ref)) for (tier, ref), rows in found.items())
+        )
+        self.repos.processes.add(
+            type,
+            output,
+            status="ok",
+            thread_id=thread_id,
+            sources=provenance.merged(sources, shown),
+            tags=[tag] if tag else None,
+        )
+
+    def ran(self, verdict: Verdict, call: CommandCall, *, status: str, output: str, now: datetime) -> None:
+        """A command the gate let run, run: its record, its use counted (HMP's frequently used tools and links),
+        and the decision audited."""
+        self.repos.commands.record(**call.fields(), status=status, result=output)
+        if status == "executed":
+            self.house.tool_uses.record(call.type, call.args, now=now)
+        self.audit(
+            verdict,
+            type=call.type,
+            decision="executed",
+            cmd_key=call.cmd_key,
+            thread_id=call.thread_id,
+            tick=call.tick,
+            now=now,
+        )
+
+    def failed(self, call: CommandCall, message: str) -> None:
+        """A command whose run raised (its effect rolled back), recorded as failed unless a run recorded it first."""
+        if self.repos.commands.get(call.cmd_key) is None:
+            self.repos.commands.record(**call.fields(), status="failed", result=message[:2000])
+
+    def stranger(
+        self, recipient: Mapping[str, object] | None, untrusted: Sequence[provenance.Source], note_ids: Sequence[int]
+    ) -> str | None:
+        """For a message the persona sends as itself from a tick that read untrusted text: whom it goes to (its
+        label) when that is nobody who wrote any of the tick's text — the notes it answered (`note_ids`) or the
+        untrusted text —, else None (a reply)."""
+        if recipient is None or not untrusted:
+            return None
+        people, peers = provenance.authors(untrusted)
+        for note in self.repos.notes.many(list(note_ids)):
+            if note.author_id is not None:
+                people.add(int(note.author_id))
+            if (peer := provenance.note_author(note)) is not None:
+                peers.add(peer.lower())
+            peers.update(
+                t.split(":", 1)[1].lower() for t in note.tags or [] if isinstance(t, str) and t.startswith("peer:")
+            )
+        if recipient.get("person") in people or str(recipient.get("peer", "")).lower() in peers:
+            return None
+        return str(recipient["label"])
+
+    def thought_written_from(
+        self, message_id: int, sources: Sequence[provenance.Source], *, thread_id: str, tick: int, now: datetime
+    ) -> None:
+        """A thought written from a prompt that held untrusted text keeps those sources (memory/taint.py)."""
+        self.repos.taints.mark([("message", str(message_id))], list(sources), thread_id=thread_id, tick=tick, now=now)
 
     # -- what the gate decided -------------------------------------------------------------------------------------
 
@@ -474,41 +673,98 @@ class ConsentManager:
             upload = self.house.memory.add_kept_document(path, source=source, author=author, filename=name)
         except (OSError, ValueError) as exc:
             message = f"{name} could not be added: {exc}"
-            repos.approvals.mark_failed(row.id, message[:2000], now)
-            repos.audit.add(
-                thread_id=row.thread_id,
-                tick=row.tick,
-                cmd_key=row.cmd_key,
-                type=row.type,
-                effect=row.effect,
-                decision="failed",
-                actor="loop",
-                reason=message[:2000],
-                approval_id=row.id,
-                created_at=now,
+            self.failed_on_approval(
+                ApprovedCommand.of(row), message, tick=row.tick, now=now, told=("document.failed", message)
             )
-            repos.processes.add("document.failed", message[:2000], status="error", thread_id=row.thread_id)
             return
         result = (
             upload.skipped
             or f"{name} from {source} added to my knowledge base (doc {upload.doc_id}, {upload.chunks} chunks)"
         )
-        repos.approvals.mark_executed(row.id, result, now)
-        repos.audit.add(
-            thread_id=row.thread_id,
+        self.executed_on_approval(
+            ApprovedCommand.of(row),
+            result,
             tick=row.tick,
-            cmd_key=row.cmd_key,
-            type=row.type,
-            effect=row.effect,
+            now=now,
+            told=("document.added", f"my owner approved: {result} (approval {row.id})"),
+        )
+
+    # -- what the human approved, run ----------------------------------------------------------------------------------
+
+    def approved_waiting(self, root_thread: str) -> list[int]:
+        """The approvals of a root thread's commands the human approved and nothing ran yet, oldest first."""
+        return [row.id for row in self.repos.approvals.approved_unexecuted(root_thread)]
+
+    def approved_command(self, approval_id: int) -> ApprovedCommand | None:
+        """An approval as the command it runs (None: no such approval; approvals are never deleted)."""
+        row = self.repos.approvals.get(approval_id)
+        return ApprovedCommand.of(row) if row is not None else None
+
+    def executed_on_approval(
+        self,
+        approved: ApprovedCommand,
+        result: str,
+        *,
+        status: str = "executed",
+        tick: int,
+        now: datetime,
+        told: tuple[str, str] | None = None,
+    ) -> bool:
+        """What the human approved ran (a parked command at the persona's tick, a document when it was answered):
+        the approval is marked executed — False when another process marked it first, and then the caller rolls
+        its run back: it never runs twice —, the parked command's own record takes its `status`, the audit log
+        names the human's approval, and the process log tells the persona (`told`: its name and text; by default
+        that the human approved it and it ran)."""
+        repos = self.repos
+        if not repos.approvals.mark_executed(approved.id, result, now):
+            return False
+        if approved.type != DOCUMENT_APPROVAL:  # a document sent over a channel is no command of the persona's
+            repos.commands.set_status(approved.cmd_key, status, result)
+        repos.audit.add(
+            thread_id=approved.thread_id,
+            tick=tick,
+            cmd_key=approved.cmd_key,
+            type=approved.type,
+            effect=approved.effect,
             decision="executed",
             actor="human",
-            reason=f"approval {row.id}",
-            approval_id=row.id,
+            reason=f"approval {approved.id}",
+            approval_id=approved.id,
             created_at=now,
         )
-        repos.processes.add(
-            "document.added", f"my owner approved: {result} (approval {row.id})", status="ok", thread_id=row.thread_id
+        name, text = told or (
+            "approval.executed",
+            f"my human approved {approved.type} (approval {approved.id}); it ran: {result}",
         )
+        repos.processes.add(name, text[:2000], status="ok", thread_id=approved.thread_id)
+        return True
+
+    def failed_on_approval(
+        self, approved: ApprovedCommand, message: str, *, tick: int, now: datetime, told: tuple[str, str] | None = None
+    ) -> bool:
+        """What the human approved failed when it ran (its effect rolled back): the approval is closed as failed —
+        False when another process closed it first —, the parked command's record too, the audit log keeps why, and
+        the process log tells the persona (`told`: its name and text)."""
+        repos, message = self.repos, message[:2000]
+        if not repos.approvals.mark_failed(approved.id, message, now):
+            return False
+        if approved.type != DOCUMENT_APPROVAL:
+            repos.commands.set_status(approved.cmd_key, "failed", message)
+        repos.audit.add(
+            thread_id=approved.thread_id,
+            tick=tick,
+            cmd_key=approved.cmd_key,
+            type=approved.type,
+            effect=approved.effect,
+            decision="failed",
+            actor="loop",
+            reason=message,
+            approval_id=approved.id,
+            created_at=now,
+        )
+        name, text = told or ("approval.failed", f"{approved.type} (approval {approved.id}) failed: {message}")
+        repos.processes.add(name, text[:2000], status="error", thread_id=approved.thread_id)
+        return True
 
     # -- rows written from untrusted text ----------------------------------------------------------------------------
 

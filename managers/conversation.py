@@ -228,6 +228,14 @@ class ConversationManager:
         )
         return True
 
+    def human_words(self, note_ids: Sequence[int]) -> builtins.list[tuple[int, str]]:
+        """(id, text) of the notes among `note_ids` a human wrote, in their order."""
+        return [(n.id, n.text) for n in self.repos.notes.many(list(note_ids)) if n.source in HUMAN_SOURCES]
+
+    def remember_unrecorded_of(self, note_ids: Sequence[int]) -> int:
+        """`remember_unrecorded` for the notes of these ids (a tick's incoming notes)."""
+        return self.remember_unrecorded(self.repos.notes.many(list(note_ids))) if note_ids else 0
+
     def remember_unrecorded(self, notes: Sequence[Note]) -> int:
         """The human's and peers' notes among `notes` that came in by another path than `hear` (written before it
         existed, or straight into the table by a tool) become conversation memories now, as `hear` makes them; how

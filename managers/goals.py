@@ -216,6 +216,10 @@ class TaskManager:
             title, goal_id=goal_id, description=description, priority=priority, pinned=pinned, tags=tags
         )
 
+    def open_tasks(self, limit: int) -> builtins.list[Task]:
+        """The open tasks, the one in front first (at most `limit`)."""
+        return self.repos.tasks.list(open_only=True, limit=limit)
+
     def list(self, *, status: str | None = None, goal_id: int | None = None) -> builtins.list[Task]:
         return self.repos.tasks.list(status=status, goal_id=goal_id)
 

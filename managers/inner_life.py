@@ -36,6 +36,24 @@ class InnerLifeManager:
         self.house = house
         self.repos = house.repos
 
+    # -- emotions ------------------------------------------------------------------------------------------------------
+
+    def emotion_vocabulary(self) -> builtins.list[str]:
+        """The emotions the persona names its feelings with: config.yaml's, and what it added since."""
+        return list(self.repos.config.emotion_vocabulary or self.house.deps.settings.emotions)
+
+    def extend_emotion_vocabulary(
+        self, vocabulary: builtins.list[str], new: builtins.list[str], *, thread_id: str
+    ) -> None:
+        """Emotions a rating named that the vocabulary lacked join it; the process log says which."""
+        self.repos.config.emotion_vocabulary = vocabulary + new
+        self.repos.processes.add(
+            "emotions.vocabulary",
+            f"new emotion(s) added to my vocabulary: {', '.join(new)}",
+            status="close",
+            thread_id=thread_id,
+        )
+
     # -- drives --------------------------------------------------------------------------------------------------------
 
     def drives(self, now: datetime, config: DriveSettings | None = None) -> Drives:

@@ -214,6 +214,33 @@ class LoopManager:
             thread_id=thread_id,
         )
 
+    def kept_answer(self, thread_id: str, tick: int) -> dict[str, Any] | None:
+        """The model's answer a tick kept before it was killed (never generated twice), or None."""
+        return self.repos.ticks.kept_answer(thread_id, tick)
+
+    def keep_answer(
+        self, thread_id: str, tick: int, answer: dict[str, Any], *, summary: dict[str, Any] | None = None
+    ) -> None:
+        """The model's answer, kept with the tick's row until it finishes (`summary`: the row's as the tick read it)."""
+        self.repos.ticks.keep_answer(thread_id, tick, answer, summary=summary)
+
+    def close_tick(self, thread_id: str, tick: int, *, status: str, summary: dict[str, Any], feedback: str) -> None:
+        """A tick ends: what did not run and why goes to the next prompt (`feedback`, the process log's one entry of
+        the kind), and its row keeps the summary and what its model calls cost."""
+        if feedback:
+            self.repos.processes.note("tick.feedback", feedback, status="error", thread_id=thread_id)
+        totals = self.repos.llm_calls.totals(thread_id, tick)
+        self.repos.ticks.finish(
+            thread_id,
+            tick,
+            status=status,
+            summary=summary,
+            llm_calls=int(totals["calls"]),
+            prompt_tokens=int(totals["prompt_tokens"]),
+            completion_tokens=int(totals["completion_tokens"]),
+            llm_ms=totals["latency_ms"],
+        )
+
     def is_child_thread(self, thread_id: str) -> bool:
         thread = self.repos.threads.get(thread_id)
         return thread is not None and thread.parent_id is not None

@@ -341,6 +341,11 @@ class MemoryManager:
         """The texts of what the hits replaced or were replaced by (knowledge updates), by item id."""
         return versions_of(self.repos, [h.item for h in hits])
 
+    def sample_lines(self, tiers: builtins.list[str] | tuple[str, ...], limit: int) -> builtins.list[Any]:
+        """Up to `limit` active memories of these tiers drawn at random, as plain rows (id, tier, text, title,
+        created_at, …: the items' sample columns)."""
+        return self.repos.items.sample_lines(tiers, limit)
+
     def touch(self, tier: str, ref: str | int) -> None:
         """The row was used now (its retrieval item's last-used time)."""
         self.repos.items.touch(self.repos.items.ids_of(tier, [str(ref)]), self.house.deps.clock())

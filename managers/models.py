@@ -247,6 +247,30 @@ class ModelManager:
             }
         )
 
+    def outage(self, error: str, *, thread_id: str) -> None:
+        """No model answered: the process log says so until one answers again (`answered`)."""
+        self.repos.processes.add("llm.outage", error[:500], status="offline", thread_id=thread_id)
+
+    def answered(self, llm_id: str, *, failed_over_from: list[str], degraded_ticks: int, thread_id: str) -> None:
+        """A model answered after others did not (failover) or after degraded ticks (recovery): the persona sees it
+        in its process log, `inspect` shows it; the outage's open entries close."""
+        processes = self.repos.processes
+        if degraded_ticks:
+            processes.close([p.id for p in processes.open(thread_id) if p.name == "llm.outage"])
+            processes.add(
+                "llm.recovered",
+                f"{llm_id} answers again after {degraded_ticks} degraded tick(s)",
+                status="close",
+                thread_id=thread_id,
+            )
+        if failed_over_from:
+            processes.add(
+                "llm.failover",
+                f"{', '.join(failed_over_from)} did not answer; {llm_id} took over",
+                status="close",
+                thread_id=thread_id,
+            )
+
     def health(self) -> list[ModelHealth]:
         """Every registered model with its persisted choices and how its last 200 calls went, in registry order."""
         recent = self.repos.llm_calls.recent(200)

@@ -6,9 +6,13 @@ built-in ones (nodes/reflexes/anti_stagnation/escalation.py). Archiving turns on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from managers.errors import Refused
+from memory.repositories.stagnation import EscalationFacts
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -43,9 +47,50 @@ THINKING_METHODS: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class EscalationMenu:
+    """What the anti-stagnation escalation may choose from: the active strategies by name (the built-in mechanisms
+    seeded) and the active thinking methods, as plain rows."""
+
+    strategies: dict[str, Any]
+    methods: list[Any]
+
+
 class StrategyManager:
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
+
+    # -- the anti-stagnation escalation ------------------------------------------------------------------------------
+
+    def escalation_menu(self) -> EscalationMenu:
+        """The active strategies and thinking methods, the built-in ones seeded first (one query each)."""
+        strategies = {r.name: r for r in self.repos.strategies.ensure(MECHANISMS)}
+        return EscalationMenu(strategies, list(self.repos.methods.ensure(THINKING_METHODS)))
+
+    def ratings(self) -> dict[str, float]:
+        """The persona's own ratings of its strategies (`ratings.add {"subject": "strategy:<name>"}`), by name."""
+        return self.repos.records.scores("strategy:")
+
+    def escalation_facts(self, kb_tiers: Iterable[str], flashback_tiers: Iterable[str]) -> EscalationFacts:
+        """What the mechanisms' applicability reads of the memory, in one query."""
+        return self.repos.stagnation.escalation_facts(kb_tiers, flashback_tiers)
+
+    def draw_method(self, rng: random.Random, methods: list[Any]) -> Any | None:
+        """A thinking method drawn at random among `methods` (the least used more likely), counted as used."""
+        return self.repos.methods.draw(rng, methods)
+
+    def escalated(self, added: list[str], *, line: str, thread_id: str) -> None:
+        """An escalation applied: the mechanisms it added count as used once this episode, and the process log
+        says what it diagnosed and applied (`line`)."""
+        self.repos.strategies.record(added, used=True)
+        self.repos.processes.note("anti_stagnation", line, status="close", thread_id=thread_id)
+
+    def stagnation_ended(self, helped: list[str], *, task_return: str | None, thread_id: str) -> None:
+        """Novelty came back: the mechanisms added last count as having helped (the escalation prefers them next
+        time), and a task set aside by the task switch is due again (`task_return`: what the process log says)."""
+        self.repos.strategies.record(helped, helped=True)
+        if task_return:
+            self.repos.processes.add("anti_stagnation", task_return, thread_id=thread_id)
 
     def ensure(self) -> None:
         """The built-in strategies and thinking methods as rows (seeded once; existing rows are left as they are)."""
@@ -113,4 +158,4 @@ class StrategyManager:
         return row
 
 
-__all__ = ["CLASSES", "MECHANISMS", "THINKING_METHODS", "StrategyManager"]
+__all__ = ["CLASSES", "MECHANISMS", "THINKING_METHODS", "EscalationFacts", "EscalationMenu", "StrategyManager"]

@@ -34,6 +34,10 @@ ThinkingMode = Literal["continuous", "eventful", "reflective"]
 QUIET_RECORD = "cycle.quiet"  # the quiet ticks' process rows (closed: no prompt shows them)
 
 
+def _naive(value: datetime) -> datetime:
+    return value.replace(tzinfo=None) if value.tzinfo else value
+
+
 def resolved_mode(settings: Settings, first_provider: str | None) -> ThinkingMode:
     """The mode in force: the setting, or for `auto` the one right for the first model's kind."""
     mode = settings.cycle.thinking
@@ -74,6 +78,14 @@ class ThinkingManager:
     def __init__(self, house: Managers) -> None:
         self.house = house
         self.repos = house.repos
+
+    def nothing_new_since(self, thread_id: str, ticks: int) -> bool:
+        """No note for the persona (from the human, a task, the system) ever came, or none during the thread's last
+        `ticks` ticks: the anti-stagnation escalation's "no new data"."""
+        recent = self.repos.ticks.recent(ticks, thread_id=thread_id)
+        latest = self.repos.notes.latest_incoming_at()
+        start = min((t.started_at for t in recent), default=None)
+        return latest is None or (start is not None and _naive(latest) < _naive(start))
 
     def state(self, thread_id: str) -> ThinkingState:
         """The thread's thinking state (what cannot be read: the defaults, logged — as if it never thought)."""

@@ -17,11 +17,14 @@ pinned; the thread's record itself (sessions, exports) is untouched.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memory.repositories import NotFound
+from memory.repositories.messages import MessageLine
+from memory.store import record_turn
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -66,6 +69,93 @@ class ThoughtManager:
         )
         return FlaggedThought(message.id, tick, reason, archived)
 
+    # -- the tick's thought --------------------------------------------------------------------------------------------
+
+    def recent_lines(
+        self,
+        thread_id: str,
+        limit: int,
+        *,
+        kinds: Iterable[str] = ("response",),
+        columns: tuple[str, ...] | None = None,
+    ) -> list[MessageLine]:
+        """The thread's last `limit` messages of these kinds, oldest first, as plain rows (`columns`: only these)."""
+        return self.repos.messages.recent_lines(thread_id, limit, kinds, columns=columns)
+
+    def validations(self, limit: int) -> list[MessageLine]:
+        """How the validators rated the last `limit` outputs across every thread, oldest first (the validator
+        metrics are computed from them)."""
+        return self.repos.messages.validations(limit)
+
+    def record_tick(
+        self,
+        *,
+        thread_id: str,
+        tick: int,
+        key: str,
+        first: bool,
+        kind: str,
+        content: str,
+        fields: dict[str, Any],
+        human_turns: Sequence[str],
+        answered: Sequence[int],
+        metrics: dict[str, Any] | None,
+        facts: list[dict[str, Any]],
+        author: str,
+        tags: Sequence[str],
+        emotions: Sequence[tuple[str, int]],
+        feel: bool,
+        novelty: float | None,
+    ) -> int:
+        """What a tick stores of its thought, in its unit of work; the thought's row id. Rows carry a dedup key
+        (`key`:…), so a step run again after a kill updates them (`first`: no earlier run of the tick stored
+        anything, so each is inserted without looking): the human's turns of a continuation, the thought with its
+        reflex `fields`, its anti-stagnation `metrics` row, the `facts` it left unchecked (checked above
+        `reflexes.factcheck_threshold`), its conversation memory — not for a `stagnation_record`: a repeat is not
+        remembered twice —, the persona's `emotions` in the emotion log (`feel`: a fresh rating, logged once per
+        tick); a note it answered (`answered`) that came by another path than the conversation is remembered now,
+        and all of them are marked read."""
+        repos = self.repos
+
+        def write(dedup_key: str, **row: Any) -> int:
+            if first:
+                return repos.messages.add_keyed(dedup_key, **row)
+            return repos.messages.upsert(dedup_key, **row).id
+
+        for position, turn in enumerate(human_turns):
+            write(f"{key}:human:{position}", thread_id=thread_id, tick=tick, kind="human", role="user", content=turn)
+        if answered:
+            self.house.conversation.remember_unrecorded_of(answered)
+        row_id = write(
+            f"{key}:response", thread_id=thread_id, tick=tick, kind=kind, role="assistant", content=content, **fields
+        )
+        if metrics is not None:
+            repos.stagnation.add(thread_id=thread_id, tick=tick, message_id=row_id, **metrics)
+        if facts:
+            repos.facts.register(row_id, facts, self.house.deps.settings.reflexes.factcheck_threshold)
+        strongest = max((s for _, s in emotions), default=0)
+        if kind != "stagnation_record":
+            record_turn(
+                repos,
+                ref=f"msg:{row_id}",
+                text=content,
+                author=author,
+                episode=thread_id,
+                thread_id=thread_id,
+                tags=tags,
+                emotions=[n for n, _ in emotions],
+                importance=min(1.0, 0.4 + 0.1 * strongest),
+                emotion_score=strongest / 5,
+                novelty=None if novelty is None else novelty / 100,
+            )
+        logged = [] if first else repos.emotion_log.recent("persona", thread_id=thread_id, tick=tick)  # a re-run
+        for name, strength in emotions if feel and not logged else []:
+            repos.emotion_log.add(
+                name, strength, subject="persona", snippet=content[:200], thread_id=thread_id, tick=tick
+            )
+        repos.notes.mark_read(answered)
+        return row_id
+
     def cleanup(self, *, days: float, keep: int) -> int:
         """Set aside the outdated thoughts (module doc): how many left recall."""
         before = self.house.deps.clock() - timedelta(days=days)
@@ -75,4 +165,4 @@ class ThoughtManager:
         return self.repos.items.set_status(active, "archived") if active else 0
 
 
-__all__ = ["FlaggedThought", "ThoughtManager"]
+__all__ = ["FlaggedThought", "MessageLine", "ThoughtManager"]

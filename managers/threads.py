@@ -9,6 +9,7 @@ cycles and start-up all come here through nodes/stelis/threads.py or `Managers.t
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from managers.errors import Refused
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from memory.models import Message, Thread
 
 DEFAULT_WINDOW_RATIO = 0.8
+SIMULATION = "simulation"  # the origin of a thread the anti-stagnation escalation moved a task into, to rehearse it
 MIN_CHILD_WINDOW = 1024  # tokens; a smaller window cannot hold a useful prompt
 # how an anchor reads to a viewer: (repos, anchor, viewer id, the viewer's lineage) -> text (nodes/stelis/history.py)
 AnchorRenderer = Callable[["Repos", "Message", str, set[str]], str]
@@ -27,6 +29,15 @@ AnchorRenderer = Callable[["Repos", "Message", str, set[str]], str]
 
 class StelisRefused(RuntimeError):
     """Opening the child would break a limit (depth, budget): the caller carries on without it."""
+
+
+@dataclass(frozen=True)
+class RehearsalEnd:
+    """A rehearsal (a thread of origin `simulation`) that has had its thoughts: it closes, and its parent resumes."""
+
+    thread_id: str
+    parent_id: str
+    label: str
 
 
 class ThreadManager:
@@ -177,6 +188,25 @@ class ThreadManager:
             thread_id=thread.parent_id,
         )
 
+    def rehearsal_done(self, thread_id: str, thoughts: int) -> RehearsalEnd | None:
+        """The thread, when it is a running rehearsal that has had `thoughts` thoughts (then it ends), else None."""
+        thread = self.repos.threads.get(thread_id)
+        if thread is None or thread.origin != SIMULATION or thread.status != "running" or thread.parent_id is None:
+            return None
+        if self.repos.messages.count(thread.id) < thoughts:
+            return None
+        return RehearsalEnd(thread.id, thread.parent_id, thread.label)
+
+    def back_from_rehearsal(self, ended: RehearsalEnd, *, root_id: str, thoughts: int) -> None:
+        """A closed rehearsal's ticks return to its parent, whose process log says where its chronicle is."""
+        self.set_active(root_id, ended.parent_id)
+        self.repos.processes.add(
+            "stelis.simulation",
+            f"the rehearsal “{ended.label}” ended after {thoughts} thoughts; its chronicle is in {ended.parent_id}",
+            status="ok",
+            thread_id=ended.parent_id,
+        )
+
     def set_active(self, root_id: str, thread_id: str) -> None:
         """Make `thread_id` the thread the root's ticks run in (the root itself: no override)."""
         self.repos.config.set_active_thread(root_id, thread_id if thread_id != root_id else None)
@@ -197,4 +227,12 @@ class ThreadManager:
         return render(self.repos, anchor, viewer_id, lineage)
 
 
-__all__ = ["DEFAULT_WINDOW_RATIO", "MIN_CHILD_WINDOW", "AnchorRenderer", "StelisRefused", "ThreadManager"]
+__all__ = [
+    "DEFAULT_WINDOW_RATIO",
+    "MIN_CHILD_WINDOW",
+    "SIMULATION",
+    "AnchorRenderer",
+    "RehearsalEnd",
+    "StelisRefused",
+    "ThreadManager",
+]

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
-from memory.models import Feed
+from memory.models import Feed, Note
 from reach.feeds import FeedError, Fetched, fetch
 
 if TYPE_CHECKING:
@@ -177,6 +177,14 @@ class WorldManager:
         )
 
     # -- fetch now (the world check) -----------------------------------------------------------------------------------
+
+    def read_newest_unread(self) -> Note | None:
+        """The newest feed item not yet read, now marked read (None: none waits)."""
+        items = self.repos.feeds.unread_items(1)
+        if not items:
+            return None
+        self.repos.notes.mark_read([items[0].id])
+        return items[0]
 
     def ask_fetch(self) -> None:
         """Ask the loop to fetch every feed at once (the anti-stagnation world check)."""

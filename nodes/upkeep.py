@@ -41,10 +41,14 @@ def generator(
     return generate
 
 
+def today(services: Services) -> str:
+    """The persona's date now, in its time zone (ISO)."""
+    return services.clock().astimezone(services.settings.zone()).date().isoformat()
+
+
 def episodes_checked(services: Services, repos) -> bool:
     """True when today's look for missing summaries found none (nothing to do until tomorrow or the next dream)."""
-    today = services.clock().astimezone(services.settings.zone()).date().isoformat()
-    return services.managers.over(repos).dreams.summaries_checked(today)
+    return services.managers.over(repos).dreams.summaries_checked(today(services))
 
 
 def write_episode(

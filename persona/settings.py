@@ -44,7 +44,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from llm import Sampling
 from memory.retrieval.settings import RetrievalSettings
@@ -958,6 +958,8 @@ RUN_FIELDS = (
     "fleet_cache",
     "vault",
     "secrets_key",
+    "persona_name",
+    "debug",
 )
 # what the persona may change about itself (config.update); everything else is the operator's
 SELF_EDITABLE = (
@@ -1060,6 +1062,10 @@ class Settings(BaseSettings):
             "the deployment's key sealing its personas' secrets: 32 random bytes, base64; from the environment only"
         ),
     )
+    persona_name: str | None = Field(
+        None, description="the persona of a deployment a command is about (--name; with --db postgresql://…)"
+    )
+    debug: bool = Field(False, description="show the traceback when a configuration error stops anima (--debug)")
 
     # the persona: config.yaml, its own changes, environment, command line
     name: str = ""
@@ -1253,7 +1259,7 @@ def _env_name(path: YamlPath) -> str:
 
 FLAG, ENVIRONMENT, DATA_DIR_OVERRIDE, DEFAULT = "flag", "environment", "data dir override", "default"
 PERSONA_DIR_ENV = "ANIMA_PERSONA_DIR"
-FLAG_NAMES = {"db_url": "--db", "persona_dir": "--persona"}
+FLAG_NAMES = {"db_url": "--db", "persona_dir": "--persona", "persona_name": "--name"}
 SECTION_FLAGS = {
     "language": "--lang"
 }  # persona settings the command line sets with a flag of its own  # the other run fields: --<field-with-dashes>
@@ -1293,6 +1299,8 @@ class Overrides(BaseModel):
     fleet_cache: str | None = None
     vault: str | None = None
     secrets_key: str | None = None
+    persona_name: str | None = None
+    debug: bool | None = None
     sections: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod
@@ -1322,6 +1330,29 @@ def persona_dir_named(overrides: Overrides | None = None) -> tuple[str | None, s
     if value:
         return value, f"{ENVIRONMENT} {PERSONA_DIR_ENV}"
     return None, ""
+
+
+def run_value(name: str, flag: Any = None) -> Any:
+    """One of the operator's run fields alone: the flag given, else its ANIMA_ variable (read by the settings' own
+    environment source, as `load_settings` reads it), else its default. For what the command line needs without the
+    persona's settings, or despite them: `--name` (which deployed persona), `--debug` (when they are what is broken).
+    A bad value is a SettingsError naming where it came from."""
+    if name not in RUN_FIELDS:
+        raise ValueError(f"{name} is not a run field")
+    field = Settings.model_fields[name]
+    if flag is not None:
+        raw, where = flag, _flag_label((name,))
+    else:
+        raw, _key, _complex = EnvSettingsSource(Settings).get_field_value(field, name)
+        if raw is None:
+            return field.get_default(call_default_factory=True)
+        where = f"{ENVIRONMENT} {_env_name((name,))}"
+    alone = Settings.model_construct()  # the defaults, nothing read: the field is validated by itself
+    try:
+        Settings.__pydantic_validator__.validate_assignment(alone, name, raw)
+    except ValidationError as exc:
+        raise SettingsError(f"{where}: {exc.errors()[0]['msg']}") from None
+    return getattr(alone, name)
 
 
 def _environ() -> dict[str, str]:

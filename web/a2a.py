@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Message as AsgiMessage
+from starlette.types import Receive
 
 from managers.audience import Audience, Role
 from memory.clock import utcnow
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 
     from managers.peers import TaskReply
     from persona.settings import A2ASettings
+    from reach.hmp.limits import TokenBuckets
 
 log = logging.getLogger(__name__)
 A_PEER = Audience(Role.PEER)  # a caller, before its credential says which peer it is
@@ -596,7 +599,8 @@ def _give_up(services: WebServices, task_id: str) -> None:
 
 
 def _base_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/") + request.scope.get("root_path", "").rstrip("/")
+    root: str = request.scope.get("root_path", "")
+    return str(request.base_url).rstrip("/") + root.rstrip("/")
 
 
 def _refuse(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -626,10 +630,10 @@ async def _read_body(receive: Any, limit: int) -> bytes | None:
             return b"".join(chunks)
 
 
-def _replay(body: bytes, receive: Any) -> Any:
+def _replay(body: bytes, receive: Receive) -> Receive:
     sent = False
 
-    async def replayed() -> dict[str, Any]:
+    async def replayed() -> AsgiMessage:
         nonlocal sent
         if not sent:
             sent = True
@@ -662,7 +666,7 @@ class A2AServer:
     def __init__(self) -> None:
         self._routers: dict[int, Any] = {}
         self._settings: dict[int, tuple[float, A2ASettings]] = {}
-        self._buckets: dict[int, tuple[Any, Any]] = {}
+        self._buckets: dict[int, tuple[TokenBuckets, TokenBuckets]] = {}
         self._refusals: dict[int, Refusals] = {}
         self._card_first_seen: dict[tuple[int, str], datetime] = {}
         self._lock = threading.Lock()
@@ -687,12 +691,15 @@ class A2AServer:
         from reach.hmp.limits import TokenBuckets
 
         with self._lock:
-            per_caller, total = self._buckets.get(id(services), (None, None))
+            kept = self._buckets.get(id(services))
             rate, all_rate = settings.rate_per_minute / 60.0, settings.rate_total_per_minute / 60.0
-            if per_caller is None or per_caller.rate != rate or total.rate != all_rate:
-                per_caller = TokenBuckets(rate=rate, burst=max(5.0, settings.rate_per_minute / 5), max_peers=10_000)
-                total = TokenBuckets(rate=all_rate, burst=max(5.0, settings.rate_total_per_minute / 5))
-                self._buckets[id(services)] = (per_caller, total)
+            if kept is None or kept[0].rate != rate or kept[1].rate != all_rate:
+                kept = (
+                    TokenBuckets(rate=rate, burst=max(5.0, settings.rate_per_minute / 5), max_peers=10_000),
+                    TokenBuckets(rate=all_rate, burst=max(5.0, settings.rate_total_per_minute / 5)),
+                )
+                self._buckets[id(services)] = kept
+            per_caller, total = kept
             return per_caller.allow(caller.key) and total.allow("*")
 
     # ---- the card ----

@@ -6,7 +6,7 @@ time: the services open when the app starts (its lifespan) and close when it sto
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -40,7 +40,7 @@ def create_app(
     a2a = A2AServer()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI):
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = app.state.services is None
         if owned and is_deployment(overrides or Overrides()):  # many personas: /personas, /p/<name>/…
             app.state.services = DeploymentServices.open(overrides or Overrides(), api_token=api_token)

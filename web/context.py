@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Depends, Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from managers import Lazy, ManagerDeps, ManagerFactory, Managers
 from managers.audience import OWNER
@@ -24,6 +25,9 @@ from memory.clock import utcnow
 from persona import Persona, load_persona
 from persona.loader import refresh_persona
 from persona.settings import Overrides, Settings, load_settings
+
+if TYPE_CHECKING:
+    from memory.retrieval.index import MemoryIndex
 
 
 @dataclass
@@ -36,7 +40,7 @@ class WebServices:
     api_token: str | None = None  # required on every request when the app is bound beyond this machine
     csrf_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     _persona: Persona | None = None
-    _memory: Any = None
+    _memory: MemoryIndex | None = None
     wake: Callable[[], Any] | None = None  # a deployed persona: think now (a note arrived)
     store_files: Callable[[Path], Any] | None = None  # a deployed persona: its edited files go back to the registry
     name: str | None = None  # a deployed persona's name
@@ -50,7 +54,7 @@ class WebServices:
         *,
         api_token: str | None = None,
         clock: Any = utcnow,
-        memory: Any = None,
+        memory: MemoryIndex | None = None,
     ) -> WebServices:
         overrides = overrides or Overrides()
         located = load_settings(overrides=overrides.replace(persona_dir=None))  # where the data is
@@ -92,7 +96,7 @@ class WebServices:
         self._persona = None
 
     @property
-    def memory(self):
+    def memory(self) -> MemoryIndex:
         """The hybrid retrieval index (search, knowledge-base uploads); opened on first use."""
         if self._memory is None:
             from graph.services import open_memory_index
@@ -190,7 +194,7 @@ def is_deployment(overrides: Overrides) -> bool:
 
 def get_services(request: Request) -> WebServices:
     """The persona this request is about: the app's one, or, over a deployment, the one its path names."""
-    services = request.app.state.services
+    services: WebServices | DeploymentServices = request.app.state.services  # web/app.py create_app
     if isinstance(services, DeploymentServices):
         name = request.scope.get("anima_persona")
         if not name:
@@ -219,10 +223,10 @@ class PersonaPrefix:
     """ASGI middleware: `/p/<name>/rest` is `/rest` of persona `name` (its root path `/p/<name>`: links in its pages
     keep the prefix)."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             path = scope.get("path", "")
             app = scope.get("app")

@@ -3,12 +3,12 @@ comes back as a fragment the page shows in place."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from markupsafe import escape
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
@@ -44,7 +44,9 @@ class NotFoundError(ServiceError):
         super().__init__(message, field=field, status=404, **values)
 
 
-def _respond(request: Request, status: int, message: str, field: str | None, headers: Mapping[str, str] | None = None):
+def _respond(
+    request: Request, status: int, message: str, field: str | None, headers: Mapping[str, str] | None = None
+) -> Response:
     if request.headers.get("hx-request") and not request.url.path.startswith("/api/"):
         where = f"<b>{escape(field)}</b>: " if field else ""
         return HTMLResponse(
@@ -65,18 +67,18 @@ def _allowed_methods(request: Request) -> str | None:
     return ", ".join(methods) or None
 
 
-def _field(loc) -> str:
+def _field(loc: Sequence[int | str]) -> str:
     parts = [str(p) for p in loc if p not in ("body", "query", "path", "header", "cookie", "form")]
     return ".".join(parts) or ".".join(map(str, loc))
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
-    async def service_error(request: Request, exc: ServiceError):
+    async def service_error(request: Request, exc: ServiceError) -> Response:
         return _respond(request, exc.status, exc.for_people(request), exc.field)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError):
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
         errors = exc.errors()
         first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
         field = _field(first.get("loc", ()))
@@ -84,11 +86,13 @@ def install(app: FastAPI) -> None:
         return _respond(request, 422, message, field)
 
     @app.exception_handler(OverflowError)
-    async def number_out_of_range(request: Request, exc: OverflowError):  # a number past what the database holds
+    async def number_out_of_range(
+        request: Request, exc: OverflowError
+    ) -> Response:  # a number past what the database holds
         return _respond(request, 422, f"a number is out of range ({exc})", None)
 
     @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException):
+    async def http_error(request: Request, exc: HTTPException) -> Response:
         headers = dict(exc.headers or {})
         if exc.status_code == 405 and (allowed := _allowed_methods(request)):
             headers["Allow"] = allowed  # RFC 9110: a 405 lists the methods the resource answers

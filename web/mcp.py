@@ -11,7 +11,7 @@ transcript). What a client posts is a human note: data for the persona, never an
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -19,7 +19,9 @@ import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from managers import Managers
 from managers.audience import OWNER
 from memory.note_kinds import Door
 from persona.settings import Overrides
@@ -53,7 +55,7 @@ def build_server(get_services: Callable[[], WebServices], *, http_path: str = MC
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
-    def unit():
+    def unit() -> AbstractContextManager[Managers]:
         return get_services().managers.unit(OWNER)
 
     @server.tool()
@@ -211,8 +213,8 @@ class Mount:
     request is about, as every route does (web/context.py `get_services`), and hands the request to the server of
     the app's current lifespan (a FastMCP session manager runs once, so each start of the app builds its own)."""
 
-    def __init__(self):
-        self.app: Any = None
+    def __init__(self) -> None:
+        self.app: ASGIApp | None = None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -225,7 +227,7 @@ class Mount:
             finally:
                 self.app = None
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         from starlette.requests import Request
 
         if self.app is None:

@@ -8,11 +8,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from graph.telemetry import AnimaCollector
+from managers import ManagerFactory
 
 METRICS_PATH = "/metrics"
 
 
-def _scrape(managers, persona: str) -> bytes:
+def _scrape(managers: ManagerFactory, persona: str) -> bytes:
     from prometheus_client import CollectorRegistry, generate_latest
 
     registry = CollectorRegistry(auto_describe=False)  # one per scrape: nothing global, nothing kept

@@ -23,6 +23,8 @@ from urllib.parse import urlsplit
 from fastapi import Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.datastructures import Headers
+from starlette.middleware.base import RequestResponseEndpoint
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 TOKEN_ENV = "ANIMA_API_TOKEN"
 TOKEN_COOKIE = "anima_token"
@@ -163,12 +165,12 @@ class AllowedHosts:
         return ", ".join(["localhost", "127.0.0.1", "[::1]", *listed, *(f"*{s}" for s in self.suffixes)])
 
 
-def _local_address(scope) -> str | None:
+def _local_address(scope: Scope) -> str | None:
     server = scope.get("server")
     return str(server[0]) if server else None
 
 
-def _origin_is_here(origin: str, host: str, scope, allowed: AllowedHosts) -> bool:
+def _origin_is_here(origin: str, host: str, scope: Scope, allowed: AllowedHosts) -> bool:
     """Whether `origin` (an Origin or Referer) is a page of this app: the request's own Host, or another name the app
     answers to on the same port (http://localhost:8765 calling http://127.0.0.1:8765). Another port is another app."""
     try:
@@ -202,10 +204,10 @@ class HostGuard:
     the app does not answer to is a 400, for every request and websocket; a foreign Origin on a stream, /mcp or a
     websocket is a 403 whatever the method (a state-changing request's Origin is the token guard's, with its CSRF)."""
 
-    def __init__(self, app, allowed: AllowedHosts | None = None):
+    def __init__(self, app: ASGIApp, allowed: AllowedHosts | None = None) -> None:
         self.app, self.allowed = app, allowed or AllowedHosts()
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
@@ -216,7 +218,7 @@ class HostGuard:
         refusal = None
         if parsed is None or not self.allowed.allows(parsed[0], _local_address(scope)):
             refusal = _refuse(400, host_refusal(host if len(hosts) <= 1 else ", ".join(hosts), self.allowed))
-        elif scope["type"] == "websocket" or LIVE_PATHS.match(scope.get("path", "")):
+        elif host is not None and (scope["type"] == "websocket" or LIVE_PATHS.match(scope.get("path", ""))):
             origin = headers.get("origin")
             if origin is not None and not _origin_is_here(origin, host, scope, self.allowed):
                 refusal = _refuse(403, "cross-site request refused")
@@ -273,7 +275,7 @@ def _refuse(status: int, message: str) -> Response:
     return JSONResponse({"error": message, "field": None, "status": status}, status_code=status)
 
 
-async def guard(request: Request, call_next):
+async def guard(request: Request, call_next: RequestResponseEndpoint) -> Response:
     services = request.app.state.services
     path = request.url.path
     if path.startswith(OPEN_PATHS) or (path.endswith(OPEN_DOCUMENTS) and request.method in SAFE_METHODS):

@@ -4,10 +4,12 @@ the `web` gettext catalogue, i18n/); the request's language is `lang` in the tem
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import Request
+from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from jinja2.runtime import Context
@@ -63,7 +65,7 @@ def request_language(request: Request, setting: str | None = None) -> str:
     )
 
 
-def gettext_for(lang: str | None):
+def gettext_for(lang: str | None) -> Callable[[str], str]:
     """`_` for Python code rendering a text people read in `lang` (the `web` catalogue)."""
     return i18n.translations(lang or i18n.SOURCE, "web").gettext
 
@@ -103,7 +105,9 @@ def make_templates() -> Jinja2Templates:
     return templates
 
 
-def render(request: Request, template: str, page: str | None = None, status_code: int = 200, **context: Any):
+def render(
+    request: Request, template: str, page: str | None = None, status_code: int = 200, **context: Any
+) -> HTMLResponse:
     """A whole page (or, for a fragment template, just the fragment). `base`: the persona's prefix in a deployment
     (`/p/<name>`; empty for the one persona of a data dir) — every link of a page starts with it."""
     from web.context import DeploymentServices, get_services
@@ -126,9 +130,8 @@ def render(request: Request, template: str, page: str | None = None, status_code
             common["waiting"] = house.conversation.waiting_for_owner()
             common["approvals_waiting"] = common["waiting"]["approvals"]
         common["persona_name"] = services.persona().display_name
-    return request.app.state.templates.TemplateResponse(
-        request, template, {**common, **context}, status_code=status_code
-    )
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.TemplateResponse(request, template, {**common, **context}, status_code=status_code)
 
 
 def language_of(request: Request) -> str:

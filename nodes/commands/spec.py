@@ -56,6 +56,12 @@ class CommandContext:
     after_commit: list[Callable[[], None]] = field(default_factory=list)  # e.g. start a process its row records
     audience: Audience = ALONE  # whom the tick answers: what the managers read is what they may see
 
+    @classmethod
+    def within(cls, house: Managers, **fields: Any) -> CommandContext:
+        """A command's context in the unit of work whose managers the caller holds: its effect and its record share
+        that transaction."""
+        return cls(repos=house.repos, **fields)
+
     @cached_property
     def managers(self) -> Managers:
         """The domain managers over this command's transaction (managers/), in the audience's scope."""

@@ -30,7 +30,6 @@ import i18n
 from llm import AllLLMsUnavailable, Generation, LLMCancelled, Sampling
 from llm.base import cut_at_stops
 from llm.json_output import bound
-from memory.note_kinds import HUMAN_SOURCES
 from nodes.attention import Cut, cut_when_a_human_writes
 from nodes.commands import Command, registry
 from nodes.commands.admission import admit
@@ -99,10 +98,10 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     if summary is not None:
         kept = summary.get("answer")
     else:
-        with services.db.unit() as repos:
-            kept = repos.ticks.kept_answer(state.thread_id, state.tick)
+        with services.managers.unit() as house:
+            kept = house.loop.kept_answer(state.thread_id, state.tick)
     if kept is not None:  # this tick ran before and was killed after the model answered: never generate twice
-        return kept  # with the notes that answer saw (`incoming_note_ids`): only those are marked read
+        return cast(AnswerUpdate, kept)  # with the notes that answer saw (`incoming_note_ids`): only those marked read
 
     if state.mode != "continuation" and wanted(services.settings.voice.prose_thoughts, provider_of(services, prefer)):
         sampling.letters = PROSE_LETTERS  # the embedded model's thought in words (persona/voice.py)
@@ -110,7 +109,7 @@ def call_llm(state: TickState, runtime: Runtime[AnimaContext], params: dict[str,
     def on_token(text: str) -> None:
         writer({"event": "token", "text": text})
 
-    def generate():
+    def generate() -> Generation:
         if state.mode == "continuation":
             return services.llms.generate(
                 "think", prompt=state.prompt, sampling=sampling, stop=stops, prefer=prefer, on_token=on_token, tags=tags
@@ -157,8 +156,8 @@ def _answer(
             gen.failed_over_from = list(dict.fromkeys(first.failed_over_from + gen.failed_over_from))
     except AllLLMsUnavailable as exc:
         log.warning("tick %s degraded: %s", state.tick, exc)
-        with services.db.unit() as repos:
-            repos.processes.add("llm.outage", str(exc)[:500], status="offline", thread_id=state.thread_id)
+        with services.managers.unit() as house:
+            house.models.outage(str(exc), thread_id=state.thread_id)
         return {
             "after_call": "degraded",
             "response": "",
@@ -192,11 +191,16 @@ def _answer(
             "failed_over_from": gen.failed_over_from,
         },
     }
-    with services.db.unit() as repos:
+    with services.managers.unit() as house:
         # the tick row keeps it as a plain dict (memory/ knows no tick state)
-        repos.ticks.keep_answer(state.thread_id, state.tick, cast("dict[str, Any]", answer), summary=summary)
-        if gen.failed_over_from or state.degraded_ticks:
-            _record_failover(repos, state, gen.llm_id, gen.failed_over_from)
+        house.loop.keep_answer(state.thread_id, state.tick, cast("dict[str, Any]", answer), summary=summary)
+        if gen.failed_over_from or state.degraded_ticks:  # failover and recovery: the persona sees them
+            house.models.answered(
+                gen.llm_id,
+                failed_over_from=gen.failed_over_from,
+                degraded_ticks=state.degraded_ticks,
+                thread_id=state.thread_id,
+            )
     if summary is not None:
         services.reads.put(state.thread_id, state.tick, TICK_SUMMARY, {**summary, "answer": answer})
     return answer
@@ -216,26 +220,6 @@ def _bounded(gen: Generation, max_chars: int) -> tuple[str, list[dict[str, Any]]
         problems.append(f"tool calls dropped: {problem or f'{len(tool_calls)} of them'}")
         tool_calls = []
     return text, tool_calls, problems
-
-
-def _record_failover(repos, state: TickState, llm_id: str, failed: list[str]) -> None:
-    """Failover and recovery go to the process log (the persona sees them; `inspect` shows them)."""
-    degraded = state.degraded_ticks
-    if degraded:
-        repos.processes.close([p.id for p in repos.processes.open(state.thread_id) if p.name == "llm.outage"])
-        repos.processes.add(
-            "llm.recovered",
-            f"{llm_id} answers again after {degraded} degraded tick(s)",
-            status="close",
-            thread_id=state.thread_id,
-        )
-    if failed:
-        repos.processes.add(
-            "llm.failover",
-            f"{', '.join(failed)} did not answer; {llm_id} took over",
-            status="close",
-            thread_id=state.thread_id,
-        )
 
 
 def _fitted_reply_prompt(services: Services, state: TickState, texts: list[str]) -> str:
@@ -265,10 +249,10 @@ def reply_turn(state: TickState, runtime: Runtime[AnimaContext]) -> AnswerUpdate
     provider = provider_of(services, state.llm.get("llm_id"))  # the registry's kind of the model that thought
     if not wanted(voice.reply_turn, provider):
         return {"reply": {"skipped": f"voice.reply_turn is {voice.reply_turn} ({provider or 'no'} model)"}}
-    with services.db.unit() as repos:
-        notes = [n for n in repos.notes.many(state.incoming_note_ids) if n.source in HUMAN_SOURCES]
-        texts = [n.text for n in notes]
-        ids = [n.id for n in notes]
+    with services.managers.unit() as house:
+        words = house.conversation.human_words(state.incoming_note_ids)
+    texts = [text for _, text in words]
+    ids = [note_id for note_id, _ in words]
     if not texts:
         return {"reply": {"skipped": "no note from my human"}}
     prompt = _fitted_reply_prompt(services, state, texts)

@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
 from nodes.attention import side_call
-from nodes.context import AnimaContext, services_of
+from nodes.context import AnimaContext, Services, services_of
 from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
 from nodes.reflexes.anti_stagnation.verdict import comparison_decides
 from nodes.reflexes.emotion import carried_rating, lexicon_rating, parse_emotions, signal_rating
@@ -48,9 +48,9 @@ def evaluate_emotion(
     body = state.thought or response
     if degenerate(body, acted=bool(state.commands)):  # no thought in words (check_stagnation flags it): no call
         return {"emotions": [], "emotion_eval": {}, "novelty_signals": {}}
-    with services.db.reading() as repos:  # reads only: nothing to commit
-        recent = recent_outputs(services, repos, state)
-        vocabulary = list(repos.config.emotion_vocabulary or services.settings.emotions)
+    with services.managers.reading() as house:  # reads only: nothing to commit
+        recent = recent_outputs(services, house, state)
+        vocabulary = house.inner_life.emotion_vocabulary()
     signals = measure(
         body,
         recent,
@@ -136,15 +136,9 @@ def evaluate_emotion(
     return {"emotions": emotions, "emotion_eval": evaluation, "novelty_signals": signals}
 
 
-def _extend_vocabulary(services, state: TickState, vocabulary: list[str], emotions: list[str]) -> None:
+def _extend_vocabulary(services: Services, state: TickState, vocabulary: list[str], emotions: list[str]) -> None:
     new = [name for name, _ in emotion_strengths(emotions) if name not in vocabulary]
     if new:
-        with services.db.unit() as repos:
-            repos.config.emotion_vocabulary = vocabulary + new
-            repos.processes.add(
-                "emotions.vocabulary",
-                f"new emotion(s) added to my vocabulary: {', '.join(new)}",
-                status="close",
-                thread_id=state.thread_id,
-            )
+        with services.managers.unit() as house:
+            house.inner_life.extend_emotion_vocabulary(vocabulary, new, thread_id=state.thread_id)
         log.info("emotion vocabulary extended with %s", new)

@@ -20,7 +20,7 @@ import i18n
 from llm import AllLLMsUnavailable
 from memory.text import emotion_strengths
 from nodes.attention import side_call, waiting
-from nodes.context import AnimaContext, services_of
+from nodes.context import AnimaContext, Services, services_of
 from nodes.reflexes.anti_stagnation.escalation import Escalation
 from nodes.reflexes.anti_stagnation.novelty import measure, recent_outputs
 from nodes.reflexes.anti_stagnation.verdict import (
@@ -43,20 +43,21 @@ from nodes.steps.prompts import CHAT_INSTRUCTION
 from persona.prose import degenerate
 
 
-def ended(services, state: TickState, episode: StagnationEpisode) -> None:
+def ended(services: Services, state: TickState, episode: StagnationEpisode) -> None:
     """Novelty came back: the mechanisms added last count as having helped (before/after: the escalation prefers
     them next time), and a task set aside by the task switch is due again."""
-    with services.db.unit() as repos:
-        repos.strategies.record(episode.get("added") or [], helped=True)
-        switch = episode.get("task_switch")
-        if switch:
-            repos.processes.add(
-                "anti_stagnation",
-                i18n.text(TASK_RETURN_LINE, services.settings.prompt_language).format(
-                    id=switch["from"], title=switch["from_title"]
-                ),
-                thread_id=state.thread_id,
-            )
+    switch = episode.get("task_switch")
+    task_return = (
+        i18n.text(TASK_RETURN_LINE, services.settings.prompt_language).format(
+            id=switch["from"], title=switch["from_title"]
+        )
+        if switch
+        else None
+    )
+    with services.managers.unit() as house:
+        house.strategies.stagnation_ended(
+            episode.get("added") or [], task_return=task_return, thread_id=state.thread_id
+        )
 
 
 def _flagged(signals: Any, settings: Any, body: str, state: TickState) -> bool:
@@ -65,11 +66,11 @@ def _flagged(signals: Any, settings: Any, body: str, state: TickState) -> bool:
     return bool(decide(signals, settings)[0] or degenerate(body, acted=bool(state.commands)) or state.stagnation)
 
 
-def _graph_idle(services, state: TickState, ticks: int) -> bool:
+def _graph_idle(services: Services, state: TickState, ticks: int) -> bool:
     """HMP's stagnation sign "no new nodes or links in the concept graph": the persona has a graph, and no concept or
     link was added since this thread's tick `ticks` ago (a thread younger than that: no sign)."""
-    with services.db.reading() as repos:
-        growth = repos.concepts.growth(state.thread_id, state.tick - ticks)
+    with services.managers.reading() as house:
+        growth = house.concepts.growth(state.thread_id, state.tick - ticks)
     return growth is not None and growth[0] > 0 and growth[1] == 0 and growth[2] == 0
 
 
@@ -84,8 +85,8 @@ def check_stagnation(
     body = state.thought or response
     signals = state.novelty_signals.copy()
     tags = {"thread_id": state.thread_id, "tick": state.tick}
-    with services.db.reading() as repos:  # reads only: nothing to commit
-        recent = recent_outputs(services, repos, state)
+    with services.managers.reading() as house:  # reads only: nothing to commit
+        recent = recent_outputs(services, house, state)
         if not signals:  # a playbook without evaluate_emotion
             signals = measure(
                 body,
@@ -176,8 +177,8 @@ def check_stagnation(
         if held:
             actions.append("escalation_held:a_human_waits")
         elif episode["streak"] >= 2:  # reflex-lite did not help: diagnose and escalate, one mechanism more per tick
-            with services.db.unit() as repos:
-                episode = Escalation(services, repos, state, body, runtime.stream_writer).run(
+            with services.managers.unit() as house:
+                episode = Escalation(services, house, state, body, runtime.stream_writer).run(
                     episode, episode["streak"] - 1
                 )
             actions += [f"escalate:{m}" for m in episode["mechanisms"]]

@@ -208,12 +208,11 @@ def _record(
     if not (violation or report.get("arbitration") or excluded or summary_due):
         return
     thread_id, tick, rating = state.thread_id, state.tick, report.get("rating")
-    with services.db.unit() as repos:
-        house = services.managers.over(repos)
+    with services.managers.unit() as house:
         if violation:
             policy = ethics.violation_policy
             mean = report["mean"]
-            repos.processes.add(
+            house.loop.log(
                 "ethics.violation",
                 f"the validators rated my output {mean:+g} (at or below "
                 f"{policy.violation_at:+g}); policy {policy.on_violation}",
@@ -250,7 +249,7 @@ def _record(
             )
         if summary_due:
             metrics = validator_metrics(
-                repos.messages.validations(METRICS_WINDOW), conflict_below=reflexes.agreement_min
+                house.thoughts.validations(METRICS_WINDOW), conflict_below=reflexes.agreement_min
             )
             if metrics["outputs"]:
                 line = metrics_line(metrics)

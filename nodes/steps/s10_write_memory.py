@@ -16,8 +16,6 @@ from typing import Any, cast
 from langgraph.runtime import Runtime
 
 from managers.audience import Audience
-from memory import Repos
-from memory.store import record_turn
 from memory.text import emotion_strengths
 from nodes.context import AnimaContext, services_of
 from nodes.state import NoveltyReport, TickState, WriteMemoryUpdate, tick_key
@@ -55,114 +53,81 @@ def write_memory(
     llm, comparison = state.llm, novelty.get("comparison")
     thread_id = state.thread_id
     emotions = emotion_strengths(state.emotions)
-    strongest = max((s for _, s in emotions), default=0)
     first = services.reads.first_run(thread_id, state.tick)  # no earlier run of this tick stored anything
-    with services.db.unit() as repos:
-
-        def write(dedup_key: str, **fields: Any) -> int:  # the row's id
-            if first:
-                return repos.messages.add_keyed(dedup_key, **fields)
-            return repos.messages.upsert(dedup_key, **fields).id
-
-        for position, turn in enumerate(state.human_turns):
-            write(
-                f"{key}:human:{position}", thread_id=thread_id, tick=state.tick, kind="human", role="user", content=turn
-            )
+    # a thought that answered a guest or a peer carries their conversation's tag: it is theirs to be shown again
+    audience = Audience.from_dict(dict(state.audience))
+    scope = [audience.tag] if audience.tag and not audience.private else []
+    with services.managers.unit() as house:
         # what a human said became a conversation memory when it came in (managers/conversation.py, the one way in);
         # a note that came by another path (an older version, a tool writing the table) is remembered now
-        if state.incoming_note_ids:
-            services.managers.over(repos).conversation.remember_unrecorded(repos.notes.many(state.incoming_note_ids))
-        row_id = write(
-            f"{key}:response",
-            thread_id=state.thread_id,
+        response_id = house.thoughts.record_tick(
+            thread_id=thread_id,
             tick=state.tick,
+            key=key,
+            first=first,
             kind=kind,
-            role="assistant",
             content=content,
-            llm_id=llm.get("llm_id"),
-            novelty_score=novelty.get("novelty_score"),
-            reflection=novelty.get("reflection"),
-            new_ideas=list(comparison.get("new_ideas") or []) if comparison else [],
-            refined_ideas=list(comparison.get("refined_ideas") or []) if comparison else [],
-            discarded_ideas=list(comparison.get("discarded_ideas") or []) if comparison else [],
-            tags=list(novelty.get("tags") or []),
-            emotions=list(state.emotions),
-            rating=validation.get("rating"),
-            distribution=dict(validation.get("distribution") or {}),
-            validators=list(validation.get("validators") or []),
-            auto_pass=bool(validation.get("auto_pass")),
-            self_validation=bool(validation.get("self_validation")),
-            confidence=state.confidence,
-            unverified_facts_json=list(state.unverified_facts),
-            stagnation_flag=bool(novelty.get("stagnation_flag")),
-            stagnation_reason=novelty.get("stagnation_reason"),
-            triggered_actions=list(novelty.get("triggered_actions") or []),
-            meta={
-                "commands": [c["cmd_id"] for c in state.commands],
-                "dynamics": novelty.get("dynamics"),
-                "llm_mismatch": bool(state.emotion_eval.get("llm_mismatch")),
-                "emotion_source": state.emotion_eval.get("source"),
-                "emotions_carried_from": state.emotion_eval.get("carried_from"),
-                "parse_errors": state.parse_errors,
-                "raw_chars": len(response),
+            fields={
+                "llm_id": llm.get("llm_id"),
+                "novelty_score": novelty.get("novelty_score"),
+                "reflection": novelty.get("reflection"),
+                "new_ideas": list(comparison.get("new_ideas") or []) if comparison else [],
+                "refined_ideas": list(comparison.get("refined_ideas") or []) if comparison else [],
+                "discarded_ideas": list(comparison.get("discarded_ideas") or []) if comparison else [],
+                "tags": list(novelty.get("tags") or []),
+                "emotions": list(state.emotions),
+                "rating": validation.get("rating"),
+                "distribution": dict(validation.get("distribution") or {}),
+                "validators": list(validation.get("validators") or []),
+                "auto_pass": bool(validation.get("auto_pass")),
+                "self_validation": bool(validation.get("self_validation")),
+                "confidence": state.confidence,
+                "unverified_facts_json": list(state.unverified_facts),
+                "stagnation_flag": bool(novelty.get("stagnation_flag")),
+                "stagnation_reason": novelty.get("stagnation_reason"),
+                "triggered_actions": list(novelty.get("triggered_actions") or []),
+                "meta": {
+                    "commands": [c["cmd_id"] for c in state.commands],
+                    "dynamics": novelty.get("dynamics"),
+                    "llm_mismatch": bool(state.emotion_eval.get("llm_mismatch")),
+                    "emotion_source": state.emotion_eval.get("source"),
+                    "emotions_carried_from": state.emotion_eval.get("carried_from"),
+                    "parse_errors": state.parse_errors,
+                    "raw_chars": len(response),
+                },
             },
-        )
-        if "novelty_score" in novelty:
-            _record_metrics(repos, state, novelty, row_id)
-        facts = state.unverified_facts
-        if facts:
-            threshold = services.settings.reflexes.factcheck_threshold
+            human_turns=state.human_turns,
+            answered=state.incoming_note_ids,
+            metrics=_metrics(state, novelty) if "novelty_score" in novelty else None,
             # the repository takes the facts as plain dicts (memory/ knows no tick state)
-            repos.facts.register(row_id, cast("list[dict[str, Any]]", facts), threshold)
-        if kind != "stagnation_record":  # a repeat is not remembered twice
-            # a thought that answered a guest or a peer carries their conversation's tag: it is theirs to be shown again
-            audience = Audience.from_dict(dict(state.audience))
-            scope = [audience.tag] if audience.tag and not audience.private else []
-            record_turn(
-                repos,
-                ref=f"msg:{row_id}",
-                text=content,
-                author=services.persona.display_name,
-                episode=thread_id,
-                thread_id=thread_id,
-                tags=[*(novelty.get("tags") or []), *scope],
-                emotions=[n for n, _ in emotions],
-                importance=min(1.0, 0.4 + 0.1 * strongest),
-                emotion_score=strongest / 5,
-                novelty=None if novelty.get("novelty_score") is None else novelty["novelty_score"] / 100,
-            )
-        logged = [] if first else repos.emotion_log.recent("persona", thread_id=thread_id, tick=state.tick)  # a re-run
-        fresh = state.emotion_eval.get("source") != "carried"  # an inherited rating is no new feeling
-        for name, strength in emotions if fresh and not logged else []:
-            repos.emotion_log.add(
-                name, strength, subject="persona", snippet=content[:200], thread_id=thread_id, tick=state.tick
-            )
-        repos.notes.mark_read(state.incoming_note_ids)
-        response_id = row_id
+            facts=cast("list[dict[str, Any]]", state.unverified_facts),
+            author=services.persona.display_name,
+            tags=[*(novelty.get("tags") or []), *scope],
+            emotions=emotions,
+            feel=state.emotion_eval.get("source") != "carried",  # an inherited rating is no new feeling
+            novelty=novelty.get("novelty_score"),
+        )
     services.sync_memory()
     return {"response_id": response_id}
 
 
-def _record_metrics(repos: Repos, state: TickState, novelty: NoveltyReport, message_id: int) -> None:
+def _metrics(state: TickState, novelty: NoveltyReport) -> dict[str, Any]:
     """The tick's anti_stagnation_metrics row; the previous reflex learns its 'after'."""
     comparison = novelty.get("comparison")
-    repos.stagnation.add(
-        thread_id=state.thread_id,
-        tick=state.tick,
-        message_id=message_id,
-        novelty_score=novelty.get("novelty_score"),
-        ngram_similarity=novelty.get("ngram_similarity"),
-        semantic_similarity=novelty.get("semantic_similarity"),
-        llm_novelty=novelty.get("llm_novelty"),
-        method=novelty.get("method") or "cheap",
-        new_ideas=len(comparison.get("new_ideas") or []) if comparison else 0,
-        refined_ideas=len(comparison.get("refined_ideas") or []) if comparison else 0,
-        discarded_ideas=len(comparison.get("discarded_ideas") or []) if comparison else 0,
-        stagnation_flag=bool(novelty.get("stagnation_flag")),
-        reason=novelty.get("stagnation_reason"),
-        streak=int(novelty.get("streak") or 0),
-        diagnosis=novelty.get("diagnosis"),
-        mechanisms=list(novelty.get("mechanisms") or []),
-        triggered_actions=list(novelty.get("triggered_actions") or []),
-        sampling=dict(state.sampling),
-    )
+    return {
+        "novelty_score": novelty.get("novelty_score"),
+        "ngram_similarity": novelty.get("ngram_similarity"),
+        "semantic_similarity": novelty.get("semantic_similarity"),
+        "llm_novelty": novelty.get("llm_novelty"),
+        "method": novelty.get("method") or "cheap",
+        "new_ideas": len(comparison.get("new_ideas") or []) if comparison else 0,
+        "refined_ideas": len(comparison.get("refined_ideas") or []) if comparison else 0,
+        "discarded_ideas": len(comparison.get("discarded_ideas") or []) if comparison else 0,
+        "stagnation_flag": bool(novelty.get("stagnation_flag")),
+        "reason": novelty.get("stagnation_reason"),
+        "streak": int(novelty.get("streak") or 0),
+        "diagnosis": novelty.get("diagnosis"),
+        "mechanisms": list(novelty.get("mechanisms") or []),
+        "triggered_actions": list(novelty.get("triggered_actions") or []),
+        "sampling": dict(state.sampling),
+    }

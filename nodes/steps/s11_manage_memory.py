@@ -14,12 +14,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from llm import AllLLMsUnavailable
-from managers.abstracts import AUTOMATIC_TRIGGERS, delivery
-from memory.upkeep.abstracts import build_abstract, clear_request, pending_request, request_abstract
+from managers.abstracts import delivery
 from nodes.attention import waiting
 from nodes.context import CYCLE, AnimaContext, services_of
 from nodes.state import MemoryUpkeep, TickState, UpkeepUpdate
-from nodes.upkeep import episodes_checked, generator, prune_memory, write_episode
+from nodes.upkeep import generator, prune_memory, today, write_episode
 
 log = logging.getLogger(__name__)
 
@@ -30,28 +29,13 @@ def manage_memory(
     services = services_of(runtime)
     thread_id, tick = state.thread_id, state.tick
     done: MemoryUpkeep = {}
-    every = services.settings.memory.abstract_every
-    with services.db.unit() as repos:
-        repos.config.preload_memory_upkeep(thread_id)
-        cycle = services.reads.get(
-            thread_id, tick, CYCLE, lambda: services.managers.over(repos).loop.context_cycle(thread_id)
-        )
-        manual = delivery(cycle, services.settings) == "manual"
-        if every > 0 and tick > 0 and tick % every == 0 and not manual and pending_request(repos, thread_id) is None:
-            request_abstract(repos, thread_id, "every_n", f"tick {tick}")
-        request = pending_request(repos, thread_id)
-        if request and manual and request.get("trigger") in AUTOMATIC_TRIGGERS:  # manual: only what was asked for
-            clear_request(repos, thread_id)
-            repos.processes.add(
-                "memory.abstract",
-                f"abstract not made: abstracts are manual ({request.get('trigger')}: {request.get('what', '')})",
-                status="ok",
-                thread_id=thread_id,
-            )
-            request = None
-        thread = services.reads.get(thread_id, tick, ("thread", thread_id), lambda: repos.threads.get(thread_id))
+    with services.managers.unit() as house:
+        cycle = services.reads.get(thread_id, tick, CYCLE, lambda: house.loop.context_cycle(thread_id))
+        request = house.abstracts.due(thread_id, tick, manual=delivery(cycle, services.settings) == "manual")
+        thread = services.reads.get(thread_id, tick, ("thread", thread_id), lambda: house.threads.get(thread_id))
         child = thread is not None and thread.parent_id is not None
-        episodes_due = not child and not episodes_checked(services, repos)
+        # today's look for missing summaries found none: nothing to do until tomorrow or the next dream
+        episodes_due = not child and not house.dreams.summaries_checked(today(services))
     every_pass = services.settings.memory_manager.every
     pass_due = not child and every_pass > 0 and tick > 0 and tick % every_pass == 0
     if (request or episodes_due or pass_due) and waiting(services, state.incoming_note_ids, (thread_id, tick)):
@@ -61,23 +45,14 @@ def manage_memory(
     if request:
         generate = generator(services, "abstract", 320, thread_id=thread_id, tick=tick, prefer=prefer)
         try:
-            with services.db.unit() as repos:
-                row = build_abstract(
-                    repos,
+            with services.managers.unit() as house:
+                row = house.abstracts.make_requested(
                     thread_id,
-                    request.get("trigger", "manual"),
+                    request,
                     generate,
-                    services.persona.display_name,
+                    author=services.persona.display_name,
                     language=services.settings.prompt_language,
                 )
-                clear_request(repos, thread_id)
-                message = (
-                    f"abstract {row.id} '{row.title}' from {len(row.sources)} sources ({request.get('trigger')}: "
-                    f"{request.get('what', '')})"
-                    if row
-                    else f"abstract skipped: too little new ({request.get('trigger')})"
-                )
-                repos.processes.add("memory.abstract", message, status="ok", thread_id=thread_id)
                 done["abstract"] = row.id if row else None
         except AllLLMsUnavailable as exc:  # keep the request for a later tick
             log.warning("abstract postponed: %s", exc)

@@ -16,21 +16,23 @@ sources to the prompt that shows the result. What the owner approved runs clean.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
 from sqlalchemy.exc import IntegrityError
 
+from managers import Managers
 from managers.audience import ALONE, Audience
+from managers.consent import CommandCall
+from managers.threads import SIMULATION
 from memory import provenance
-from memory.taint import tainted, tracking_reads
 from nodes.commands import Command, CommandContext, CommandError, CommandResult, Registry, registry
 from nodes.commands.spec import CommandSpec
 from nodes.commands.thoughts import SELF_ERROR, flags_this_thought
 from nodes.context import CYCLE, AnimaContext, Services, services_of
-from nodes.reflexes.anti_stagnation.escalation import SIMULATION
 from nodes.state import ExecutedCommand, ExecutionUpdate, TickState
-from nodes.stelis.threads import close_thread, set_active_thread
+from nodes.stelis.threads import close_thread
 
 log = logging.getLogger(__name__)
 # HMP auxiliary cycles in read_only mode: read anything, create notes/tasks/llm_memory, edit only their own task.
@@ -59,9 +61,9 @@ def read_only_refusal(cmd: Command, effect: str, task_id: int) -> str | None:
 SIMULATED = {"external": "reach outside me", "modify_self": "change who I am"}  # not run in a simulation thread
 
 
-def _thread_origin(services: Services, state: TickState, repos: Any) -> str | None:
+def _thread_origin(services: Services, state: TickState, house: Managers) -> str | None:
     thread = services.reads.get(
-        state.thread_id, state.tick, ("thread", state.thread_id), lambda: repos.threads.get(state.thread_id)
+        state.thread_id, state.tick, ("thread", state.thread_id), lambda: house.threads.get(state.thread_id)
     )
     return thread.origin if thread is not None else None
 
@@ -72,27 +74,18 @@ def end_simulation(services: Services, state: TickState) -> dict[str, Any] | Non
     known = services.reads.peek(state.thread_id, state.tick, ("thread", state.thread_id))  # as s01 read it
     if known is not None and known.origin != SIMULATION:  # (a thread's origin never changes): no rehearsal to end
         return None
-    with services.db.unit() as repos:
-        thread = repos.threads.get(state.thread_id)
-        if thread is None or thread.origin != SIMULATION or thread.status != "running" or thread.parent_id is None:
-            return None
-        if repos.messages.count(thread.id) < services.settings.reflexes.simulation_ticks:
-            return None
-        parent_id, label = thread.parent_id, thread.label
-    result = close_thread(services, thread.id, status="completed")
-    with services.db.unit() as repos:
-        set_active_thread(services, repos, state.root_thread or parent_id, parent_id)
-        repos.processes.add(
-            "stelis.simulation",
-            f"the rehearsal “{label}” ended after "
-            f"{services.settings.reflexes.simulation_ticks} thoughts; its chronicle is in {parent_id}",
-            status="ok",
-            thread_id=parent_id,
-        )
+    thoughts = services.settings.reflexes.simulation_ticks
+    with services.managers.unit() as house:
+        ended = house.threads.rehearsal_done(state.thread_id, thoughts)
+    if ended is None:
+        return None
+    result = close_thread(services, ended.thread_id, status="completed")
+    with services.managers.unit() as house:
+        house.threads.back_from_rehearsal(ended, root_id=state.root_thread or ended.parent_id, thoughts=thoughts)
     return {
         "event": "stelis_leave",
         "thread_id": result.thread_id,
-        "label": label,
+        "label": ended.label,
         "status": "completed",
         "origin": SIMULATION,
     }
@@ -106,7 +99,7 @@ def _failure_message(exc: Exception) -> str:
 
 
 def _context(
-    repos,
+    house: Managers,
     services: Services,
     commands: Registry,
     state: TickState,
@@ -115,8 +108,8 @@ def _context(
     llm_id: str | None,
     audience: Audience = ALONE,
 ) -> CommandContext:
-    return CommandContext(
-        repos=repos,
+    return CommandContext.within(
+        house,
         thread_id=thread_id,
         tick=state.tick,
         llm_id=llm_id,
@@ -141,7 +134,7 @@ def out_of_scope(spec: CommandSpec, effect: str, audience: Audience) -> str | No
     )
 
 
-def after_commit(actions: list) -> None:
+def after_commit(actions: list[Callable[[], None]]) -> None:
     """What a command asked to do once its effect committed (start a background process); a failure is logged."""
     for action in actions:
         try:
@@ -150,34 +143,12 @@ def after_commit(actions: list) -> None:
             log.exception("after-commit action failed")
 
 
-def _stranger(spec: CommandSpec, cmd: Command, ctx: CommandContext, state: TickState, repos: Any) -> str | None:
+def _stranger(spec: CommandSpec, cmd: Command, ctx: CommandContext, state: TickState) -> str | None:
     """For a command that speaks as the persona from a tick with untrusted text: whom it speaks to, when that is
     nobody who wrote in the tick (the notes it showed) or wrote the untrusted text; else None (a reply)."""
     if spec.relay is None or not state.untrusted:
         return None
-    recipient = spec.relay(cmd, ctx)
-    if recipient is None:
-        return None
-    people, peers = provenance.authors(state.untrusted)
-    for note in repos.notes.many(list(state.incoming_note_ids)):
-        if note.author_id is not None:
-            people.add(int(note.author_id))
-        if (peer := provenance.note_author(note)) is not None:
-            peers.add(peer.lower())
-        peers.update(
-            t.split(":", 1)[1].lower() for t in note.tags or [] if isinstance(t, str) and t.startswith("peer:")
-        )
-    if recipient.get("person") in people or str(recipient.get("peer", "")).lower() in peers:
-        return None
-    return recipient["label"]
-
-
-def _shown_sources(repos: Any, read: set[tuple[str, str]]) -> list[provenance.Source]:
-    """The sources of the tainted rows a command read (its result shows them)."""
-    found = repos.taints.of_keys(read) if read else {}
-    return provenance.merged(
-        *(provenance.through(sources, provenance.via_of(tier, ref)) for (tier, ref), sources in found.items())
-    )
+    return ctx.managers.consent.stranger(spec.relay(cmd, ctx), state.untrusted, state.incoming_note_ids)
 
 
 def run_one(
@@ -187,11 +158,11 @@ def run_one(
     commands: Registry,
     llm_id: str | None,
     refusal_before_gate: tuple[str, str] | None = None,
-) -> tuple[ExecutedCommand, list[dict]]:
+) -> tuple[ExecutedCommand, list[dict[str, Any]]]:
     thread_id = state.thread_id
     key = f"{thread_id}:{state.tick}:{cmd.cmd_id}"
     base: ExecutedCommand = {"cmd_id": cmd.cmd_id, "type": cmd.type}
-    record = dict(
+    call = CommandCall(
         cmd_key=key,
         thread_id=thread_id,
         tick=state.tick,
@@ -205,26 +176,26 @@ def run_one(
         refusal_before_gate = ("unknown", f"unknown command type {cmd.type!r}; see help.show")
     now = services.clock()
     try:
-        with services.db.unit() as repos:
-            done = repos.commands.get(key)
+        with services.managers.unit() as house:
+            done = house.consent.outcome(key)
             if done is not None:
-                return {**base, "status": done.status, "result": done.result, "already_done": True}, []
+                return {**base, "status": done.status, "result": done.result or "", "already_done": True}, []
             if refusal_before_gate is not None:  # unknown type or bad arguments (nodes/commands/admission.py)
                 status, message = refusal_before_gate
-                repos.commands.record(**record, status=status, result=message)
+                house.consent.refused(call, status, message)
                 return {**base, "status": status, "result": message}, []
             assert spec is not None
             off = spec.off_because(services.settings)
             if off:
                 message = f"{cmd.type} is off: {off}"
-                repos.commands.record(**record, status="refused", result=message)
+                house.consent.refused(call, "refused", message)
                 return {**base, "status": "refused", "result": message}, []
-            task = repos.tasks.by_repl_thread(thread_id)
+            task = house.tasks.in_cycle(thread_id)
             effect = spec.effect_for(cmd.args)
             refusal = (
                 read_only_refusal(cmd, effect, task.id) if task is not None and task.repl_mode == "read_only" else None
             )
-            if refusal is None and effect in SIMULATED and _thread_origin(services, state, repos) == SIMULATION:
+            if refusal is None and effect in SIMULATED and _thread_origin(services, state, house) == SIMULATION:
                 refusal = (
                     f"simulated, not run: {cmd.type} would {SIMULATED[effect]}, and this thread is a rehearsal "
                     "in a simulated environment (nothing leaves it)"
@@ -233,51 +204,33 @@ def run_one(
             if refusal is None:
                 refusal = out_of_scope(spec, effect, audience)
             if refusal:
-                repos.commands.record(**record, status="refused", result=refusal)
+                house.consent.refused(call, "refused", refusal)
                 return {**base, "status": "refused", "result": refusal}, []
             ctx = _context(
-                repos, services, commands, state, thread_id, task.id if task is not None else None, llm_id, audience
+                house,
+                services,
+                commands,
+                state,
+                thread_id,
+                task.id if task is not None else None,
+                llm_id,
+                audience,
             )
             consent = ctx.managers.consent
             verdict = consent.decide(
-                spec.asked(cmd.args), dict(state.validation), state.untrusted, _stranger(spec, cmd, ctx, state, repos)
+                spec.asked(cmd.args), dict(state.validation), state.untrusted, _stranger(spec, cmd, ctx, state)
             )
             if verdict.action == "block":
-                status = "blocked" if verdict.actor == "ethics" else "unvalidated"
-                repos.commands.record(**record, status=status, result=verdict.reason)
-                consent.audit(
-                    verdict,
-                    type=cmd.type,
-                    decision="blocked",
-                    cmd_key=key,
-                    thread_id=thread_id,
-                    tick=state.tick,
-                    now=now,
-                )
+                status = consent.blocked(verdict, call, now=now)
                 return {**base, "status": status, "result": verdict.reason}, []
             if verdict.action == "park":
-                row, created = consent.park(
-                    verdict,
-                    cmd_key=key,
-                    cmd_id=cmd.cmd_id,
-                    type=cmd.type,
-                    args=cmd.args,
-                    description=cmd.description,
-                    thread_id=thread_id,
-                    root_thread=state.root_thread or thread_id,
-                    tick=state.tick,
-                    now=now,
+                approval_id, created, message = consent.parked_command(
+                    verdict, call, root_thread=state.root_thread or thread_id, now=now
                 )
-                message = (
-                    f"waits for my human's approval (approval {row.id})"
-                    if created
-                    else f"already waiting for my human's approval (approval {row.id})"
-                )
-                repos.commands.record(**record, status="pending_approval", result=message)
-                return {**base, "status": "pending_approval", "result": message, "approval_id": row.id}, [
+                return {**base, "status": "pending_approval", "result": message, "approval_id": approval_id}, [
                     {
                         "event": "approval",
-                        "approval_id": row.id,
+                        "approval_id": approval_id,
                         "type": cmd.type,
                         "args": cmd.args,
                         "reason": verdict.reason,
@@ -285,26 +238,18 @@ def run_one(
                         "tick": state.tick,
                     }
                 ]
-            with (
-                tracking_reads(repos.session) as read,
-                tainted(repos.session, list(state.untrusted), thread_id=thread_id, tick=state.tick),
-            ):
+            with consent.tracked(state.untrusted, thread_id=thread_id, tick=state.tick) as read:
                 result: CommandResult = spec.handler(cmd, ctx)
             if result.show:  # a result read for a guest or a peer is shown again only while answering them
-                repos.processes.add(
+                consent.show_result(
                     cmd.type,
                     result.output,
-                    status="ok",
                     thread_id=result.thread_id or thread_id,
-                    sources=provenance.merged(result.sources, _shown_sources(repos, read)),
-                    tags=[audience.tag] if audience.tag else None,
+                    sources=result.sources,
+                    read=read,
+                    tag=audience.tag,
                 )
-            repos.commands.record(**record, status=result.status, result=result.output)
-            if result.status == "executed":
-                ctx.managers.tool_uses.record(cmd.type, cmd.args, now=now)  # HMP: frequently used tools and links
-            consent.audit(
-                verdict, type=cmd.type, decision="executed", cmd_key=key, thread_id=thread_id, tick=state.tick, now=now
-            )
+            consent.ran(verdict, call, status=result.status, output=result.output, now=now)
             committed = ctx.after_commit
             outcome: tuple[ExecutedCommand, list[dict[str, Any]]] = (
                 {**base, "status": result.status, "result": result.output},
@@ -316,9 +261,8 @@ def run_one(
         return {**base, "status": "executed", "result": "already executed", "already_done": True}, []
     except Exception as exc:  # handler failed: its effect was rolled back with the transaction
         message = _failure_message(exc)
-        with services.db.unit() as repos:
-            if repos.commands.get(key) is None:
-                repos.commands.record(**record, status="failed", result=message[:2000])
+        with services.managers.unit() as house:
+            house.consent.failed(call, message)
         return {**base, "status": "failed", "result": message}, []
 
 
@@ -359,52 +303,34 @@ class _LostRace(Exception):
     """Another process ran this approval first: roll back."""
 
 
-def run_approved(state: TickState, services: Services, commands: Registry) -> tuple[list[ExecutedCommand], list[dict]]:
+def run_approved(
+    state: TickState, services: Services, commands: Registry
+) -> tuple[list[ExecutedCommand], list[dict[str, Any]]]:
     """Commands the human approved since they were parked: each runs once, in the transaction that marks it executed."""
     root = state.root_thread or state.thread_id
-    with services.db.reading() as repos:  # each approved command runs in its own unit below
-        approved = [row.id for row in repos.approvals.approved_unexecuted(root)]
+    with services.managers.reading() as house:  # each approved command runs in its own unit below
+        approved = house.consent.approved_waiting(root)
     outcomes: list[ExecutedCommand] = []
-    events: list[dict] = []
+    events: list[dict[str, Any]] = []
     for approval_id in approved:
         now = services.clock()
         try:
-            with services.db.unit() as repos:
-                row = repos.approvals.get(approval_id)
+            with services.managers.unit() as house:
+                row = house.consent.approved_command(approval_id)
                 if row is None:  # approvals are never deleted: nothing left to run
                     continue
                 spec = commands.get(row.type)
                 if spec is None:
                     raise CommandError(f"{row.type} no longer exists")
                 cmd = Command(
-                    cmd_id=row.cmd_id,
-                    type=row.type,
-                    args=spec.check(dict(row.args or {})),
-                    description=row.description or "",
+                    cmd_id=row.cmd_id, type=row.type, args=spec.check(dict(row.args)), description=row.description
                 )  # parked by an older version: checked again
-                ctx = _context(repos, services, commands, state, row.thread_id, None, None)
+                ctx = _context(house, services, commands, state, row.thread_id, None, None)
                 result = spec.handler(cmd, ctx)
-                if not repos.approvals.mark_executed(approval_id, result.output, now):
+                if not ctx.managers.consent.executed_on_approval(
+                    row, result.output, status=result.status, tick=state.tick, now=now
+                ):
                     raise _LostRace()
-                repos.commands.set_status(row.cmd_key, result.status, result.output)
-                repos.audit.add(
-                    thread_id=row.thread_id,
-                    tick=state.tick,
-                    cmd_key=row.cmd_key,
-                    type=row.type,
-                    effect=row.effect,
-                    decision="executed",
-                    actor="human",
-                    reason=f"approval {row.id}",
-                    approval_id=row.id,
-                    created_at=now,
-                )
-                repos.processes.add(
-                    "approval.executed",
-                    f"my human approved {row.type} (approval {row.id}); it ran: {result.output}"[:2000],
-                    status="ok",
-                    thread_id=row.thread_id,
-                )
                 outcomes.append(
                     {
                         "cmd_id": row.cmd_id,
@@ -421,30 +347,11 @@ def run_approved(state: TickState, services: Services, commands: Registry) -> tu
             continue
         except Exception as exc:  # the effect rolled back; the approval is closed as failed, and the persona told
             message = _failure_message(exc)
-            with services.db.unit() as repos:
-                row = repos.approvals.get(approval_id)
+            with services.managers.unit() as house:
+                row = house.consent.approved_command(approval_id)
                 if row is None:
                     continue
-                if repos.approvals.mark_failed(approval_id, message[:2000], now):
-                    repos.commands.set_status(row.cmd_key, "failed", message[:2000])
-                    repos.audit.add(
-                        thread_id=row.thread_id,
-                        tick=state.tick,
-                        cmd_key=row.cmd_key,
-                        type=row.type,
-                        effect=row.effect,
-                        decision="failed",
-                        actor="loop",
-                        reason=message[:2000],
-                        approval_id=row.id,
-                        created_at=now,
-                    )
-                    repos.processes.add(
-                        "approval.failed",
-                        f"{row.type} (approval {row.id}) failed: {message}"[:2000],
-                        status="error",
-                        thread_id=row.thread_id,
-                    )
+                house.consent.failed_on_approval(row, message, tick=state.tick, now=now)
             outcomes.append(
                 {
                     "cmd_id": row.cmd_id,
@@ -481,28 +388,16 @@ def execute_commands(
         events.append(left)
     thought_sources = provenance.own(state.untrusted)
     if state.response_id is not None and thought_sources:  # the thought keeps what its tick read
-        with services.db.unit() as repos:
-            repos.taints.mark(
-                [("message", str(state.response_id))],
-                list(thought_sources),
-                thread_id=state.thread_id,
-                tick=state.tick,
-                now=services.clock(),
+        with services.managers.unit() as house:
+            house.consent.thought_written_from(
+                state.response_id, thought_sources, thread_id=state.thread_id, tick=state.tick, now=services.clock()
             )
     for event in events:
         runtime.stream_writer(event)
     if executed:
         services.sync_memory()
-    feedback = what_went_wrong(state.parse_errors, executed)
-    with services.db.unit() as repos:
-        if feedback:
-            repos.processes.note("tick.feedback", feedback, status="error", thread_id=state.thread_id)
-        totals = repos.llm_calls.totals(state.thread_id, state.tick)
-        # what ran may have changed the cycle; otherwise it is as prepare_context read it
-        cycle = services.reads.peek(state.thread_id, state.tick, CYCLE) if not executed else None
-        if cycle is None:
-            cycle = services.managers.over(repos).loop.cycle(state.thread_id)
-        repos.ticks.finish(
+    with services.managers.unit() as house:
+        house.loop.close_tick(
             state.thread_id,
             state.tick,
             status="degraded" if state.degraded else "ok",
@@ -520,11 +415,12 @@ def execute_commands(
                 if state.drives.get("levels")
                 else None,
             },
-            llm_calls=int(totals["calls"]),
-            prompt_tokens=int(totals["prompt_tokens"]),
-            completion_tokens=int(totals["completion_tokens"]),
-            llm_ms=totals["latency_ms"],
+            feedback=what_went_wrong(state.parse_errors, executed),
         )
+        # what ran may have changed the cycle; otherwise it is as prepare_context read it
+        cycle = services.reads.peek(state.thread_id, state.tick, CYCLE) if not executed else None
+        if cycle is None:
+            cycle = house.loop.cycle(state.thread_id)
     chosen = cycle.pause_s  # cycle.pause (per thread) wins over config.yaml's cycle.pause_s
     pause_s = max(
         float(services.settings.cycle.pause_s if chosen is None else chosen),

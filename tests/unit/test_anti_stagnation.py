@@ -156,18 +156,20 @@ def test_repeated_thoughts_with_rich_data_get_flashback_meta_analysis_and_anothe
     )
     events: list[dict] = []
     with agent.services.db.unit() as repos:
-        assert diagnose(repos, state, {"recalled_before": [3]}, [7]) == "repeated_thoughts"
-        assert diagnose(repos, state, {"recalled_before": [7]}, [7]) == "monotone_context"
+        assert (
+            diagnose(agent.services.managers.over(repos), state, {"recalled_before": [3]}, [7]) == "repeated_thoughts"
+        )
+        assert diagnose(agent.services.managers.over(repos), state, {"recalled_before": [7]}, [7]) == "monotone_context"
         overloaded = dataclasses.replace(state, prompt_tokens=3900)
-        assert diagnose(repos, overloaded, {}, [7]) == "overload"
-        episode = Escalation(agent.services, repos, state, LOOP, events.append).run(
+        assert diagnose(agent.services.managers.over(repos), overloaded, {}, [7]) == "overload"
+        episode = Escalation(agent.services, agent.services.managers.over(repos), state, LOOP, events.append).run(
             {"streak": 4, "diagnosis": "repeated_thoughts"}, 3
         )
     assert episode["mechanisms"] == ["flashback", "meta_analysis", "rationale_reflex"]
     assert episode["stimulus"] and "named the stars" in episode["stimulus"][0]
     assert episode["instruction"] == META_ANALYSIS_INSTRUCTION + "\n" + RATIONALE_INSTRUCTION
     with agent.services.db.unit() as repos:  # the interest memory brings back the topic the loop never touched
-        episode = Escalation(agent.services, repos, state, LOOP, events.append).run(
+        episode = Escalation(agent.services, agent.services.managers.over(repos), state, LOOP, events.append).run(
             {"streak": 7, "diagnosis": "repeated_thoughts"}, 5
         )
     assert episode["mechanisms"][3:] == ["interest_memory", "switch_llm"] and episode["llm"] == "other"

@@ -96,6 +96,29 @@ def test_a_reload_resolves_again_with_the_same_overrides(persona):
     assert settings.overrides.replace(window_ratio=None).window_ratio is None  # frozen: replace makes a copy
 
 
+def test_the_deployed_persona_and_debug_are_settings_read_from_the_environment_and_the_flag_wins(persona, monkeypatch):
+    from persona.settings import SettingsError, run_value
+
+    plain = load_settings(persona)
+    assert plain.persona_name is None and plain.debug is False and plain.source("debug") == DEFAULT
+    monkeypatch.setenv("ANIMA_PERSONA_NAME", "ada")
+    monkeypatch.setenv("ANIMA_DEBUG", "true")
+    by_env = load_settings(persona)
+    assert by_env.persona_name == "ada" and by_env.source("persona_name") == "environment ANIMA_PERSONA_NAME"
+    assert by_env.debug is True and by_env.source("debug") == "environment ANIMA_DEBUG"
+    flagged = load_settings(persona, overrides=Overrides.of(persona_name="bob", debug=True))
+    assert flagged.persona_name == "bob" and flagged.source("persona_name") == "flag --name"
+    assert flagged.source("debug") == "flag --debug"
+    # read alone (the command line's --name and --debug need no persona): the same answers
+    assert (run_value("persona_name"), run_value("persona_name", "bob"), run_value("debug")) == ("ada", "bob", True)
+    monkeypatch.setenv("ANIMA_DEBUG", "maybe")
+    with pytest.raises(SettingsError, match="environment ANIMA_DEBUG: Input should be a valid boolean"):
+        run_value("debug")
+    (persona / "config.yaml").write_text("debug: true\n")  # the operator's, never a persona's
+    with pytest.raises(SettingsError, match="debug is the operator's"):
+        load_settings(persona)
+
+
 def test_secrets_are_masked():
     assert mask(("api_token",), "abc") == "***" and mask(("mcp", "servers", "gh", "env", "GITHUB_TOKEN"), "x") == "***"
     assert mask(("mcp", "servers", "x", "headers", "Authorization"), "Bearer s") == "***"
@@ -134,6 +157,28 @@ def test_config_show_prints_every_value_and_where_it_came_from(persona, tmp_path
     assert by_name["persona_dir"]["source"].startswith("data dir override")
     assert by_name["user_name"] == {"name": "user_name", "value": "Ada", "source": f"{persona / 'config.yaml'}:{line}"}
     assert by_name["data_dir"]["source"] == "flag --data-dir" and by_name["model"]["source"] == "default"
+
+
+def test_config_show_reports_the_deployed_persona_and_debug_with_their_source(persona, tmp_path):
+    data = str(tmp_path / "data")
+    env = {"ANIMA_PERSONA_NAME": "ada", "ANIMA_DEBUG": "1"}
+    listed = {
+        row["name"]: row
+        for row in json.loads(show("--data-dir", data, "--persona", str(persona), "--json", env=env).stdout)
+    }
+    assert listed["persona_name"] == {
+        "name": "persona_name",
+        "value": "ada",
+        "source": "environment ANIMA_PERSONA_NAME",
+    }
+    assert listed["debug"] == {"name": "debug", "value": True, "source": "environment ANIMA_DEBUG"}
+    result = CliRunner().invoke(
+        app, ["--debug", "config", "show", "--data-dir", data, "--json"], env={"ANIMA_DEBUG": "0"}
+    )
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    flagged = {row["name"]: row for row in json.loads(result.stdout)}
+    assert flagged["debug"] == {"name": "debug", "value": True, "source": "flag --debug"}
+    assert flagged["persona_name"]["source"] == DEFAULT
 
 
 def test_config_show_names_what_a_threads_own_cycle_settings_override(persona, tmp_path):

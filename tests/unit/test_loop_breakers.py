@@ -81,7 +81,7 @@ def test_task_switch_goal_reformulation_and_the_return_to_the_task(agent_factory
             context_report={"recalled": [], "budget_tokens": 4000},
             prompt_tokens=100,
         )
-        repeated = Escalation(agent.services, repos, state, LOOP, lambda e: None).run(
+        repeated = Escalation(agent.services, agent.services.managers.over(repos), state, LOOP, lambda e: None).run(
             {"streak": 5, "diagnosis": "repeated_thoughts"}, 4
         )
     assert repeated["mechanisms"] == ["flashback", "meta_analysis", "rationale_reflex", "goal_reformulation"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from managers.consent import Asked
+from managers.consent import Asked, CommandCall, CommandOutcome
 from memory import Database
 from persona.settings import Settings
 from tests.fakes.managers import factory
@@ -69,3 +69,33 @@ def test_an_ethics_violation_blocks_and_every_privileged_decision_is_audited(con
         ("identity.update", "requested"),
         ("notes.add", "blocked"),
     ]
+
+
+def test_what_the_human_approved_ends_once_in_the_command_record_the_audit_and_the_process_log(consent) -> None:
+    verdict = consent.decide(Asked("identity.update", "modify_self"), {"auto_pass": True})
+    calls = [CommandCall(f"main:1:c{n}", "main", 1, f"c{n}", "identity.update", {"text": f"v{n}"}, "") for n in (1, 2)]
+    ids = [consent.parked_command(verdict, call, root_thread="main", now=NOW)[0] for call in calls]
+    assert consent.outcome("main:1:c1").status == "pending_approval"
+    for approval_id in ids:
+        consent.answer(approval_id, approve=True, by="owner", now=NOW)
+    assert consent.approved_waiting("main") == ids and consent.approved_waiting("elsewhere") == []
+
+    ran, broke = (consent.approved_command(i) for i in ids)
+    assert ran.args == {"text": "v1"} and ran.cmd_key == "main:1:c1"
+    assert consent.executed_on_approval(ran, "core memory updated", tick=5, now=NOW)
+    assert not consent.executed_on_approval(ran, "again", tick=5, now=NOW)  # another run marked it first: never twice
+    assert consent.failed_on_approval(broke, "ValueError: too long", tick=5, now=NOW)
+
+    assert consent.approved_waiting("main") == []
+    assert [consent.get(i).status for i in ids] == ["executed", "failed"]
+    assert consent.outcome("main:1:c1") == CommandOutcome("executed", "core memory updated")
+    assert consent.outcome("main:1:c2").status == "failed"
+    ended = [(e.cmd_key, e.decision, e.actor, e.tick) for e in consent.audit_log(20) if e.tick == 5]
+    assert ended == [("main:1:c1", "executed", "human", 5), ("main:1:c2", "failed", "loop", 5)]
+    told = [(p.name, p.value) for p in consent.repos.processes.recent(20) if p.name.startswith("approval.")]
+    assert (
+        "approval.executed",
+        f"my human approved identity.update (approval {ids[0]}); it ran: core memory updated",
+    ) in told
+    assert ("approval.failed", f"identity.update (approval {ids[1]}) failed: ValueError: too long") in told
+    assert sum(name == "approval.executed" for name, _ in told) == 1

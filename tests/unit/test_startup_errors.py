@@ -324,3 +324,29 @@ def test_an_invalid_playbook_is_one_message_naming_file_line_and_field_and_exit_
         invoke("--playbook", str(missing), "--data-dir", str(tmp_path / "data"), *NO_MODEL, "--ticks", "0"),
         f"invalid playbook: {missing}: no such playbook file",
     )
+
+
+# --- --debug and --name are settings: ANIMA_DEBUG and ANIMA_PERSONA_NAME read by them, the flag wins -----------------
+
+
+def test_anima_debug_shows_the_traceback_even_when_the_rest_of_the_settings_is_what_failed(tmp_path):
+    missing = str(tmp_path / "no-such-persona")
+    quiet = invoke("say", "hi", "--data-dir", str(tmp_path), env={"ANIMA_PERSONA_DIR": missing})
+    refused(quiet, "no such directory")
+    loud = invoke("say", "hi", "--data-dir", str(tmp_path), env={"ANIMA_PERSONA_DIR": missing, "ANIMA_DEBUG": "1"})
+    assert loud.exit_code == 2
+    assert "Traceback (most recent call last)" in loud.stderr and "SettingsError" in loud.stderr
+    assert loud.stderr.rstrip().endswith("no such directory")
+    # the flag wins over the variable; a variable that is no boolean shows no traceback and hides nothing
+    flagged = invoke("--debug", "say", "hi", "--data-dir", str(tmp_path), env={"ANIMA_PERSONA_DIR": missing})
+    assert "Traceback (most recent call last)" in flagged.stderr
+    refused(invoke("say", "hi", "--data-dir", str(tmp_path), env={"ANIMA_PERSONA_DIR": missing, "ANIMA_DEBUG": "x"}))
+
+
+def test_anima_persona_name_names_the_deployed_persona_and_name_wins(tmp_path):
+    data = str(tmp_path / "data")
+    by_env = invoke("users", "list", "--data-dir", data, env={"ANIMA_PERSONA_NAME": "ada"})
+    refused(by_env, "--name ada: give the deployment's database (--db postgresql://…)")
+    by_flag = invoke("users", "list", "--data-dir", data, "--name", "bob", env={"ANIMA_PERSONA_NAME": "ada"})
+    refused(by_flag, "--name bob: give the deployment's database")
+    assert invoke("users", "list", "--data-dir", data, "--json").exit_code == 0  # neither: the data dir's persona

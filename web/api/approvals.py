@@ -24,13 +24,13 @@ def list_approvals(
     status: Literal["pending", "approved", "denied", "expired", "executed", "failed", "all"] = Query("pending"),
     limit: int = Query(50, ge=1, le=500),
     house: Managers = unit_of_work(),
-):
+) -> ApprovalList:
     """Pending ones oldest first; any other status (or `all`) newest first."""
     return approvals.listing(house, None if status == "all" else status, limit)
 
 
 @router.get("/approvals/{approval_id}", response_model=ApprovalDetail, responses=errors((404, "no such approval"), 422))
-def read_approval(approval_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
+def read_approval(approval_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()) -> ApprovalDetail:
     """One approval with its trail in the audit log (requested, approved/denied, executed/failed)."""
     return approvals.detail(house, approval_id)
 
@@ -40,7 +40,7 @@ def approve(
     body: ApproveIn | None = None,
     approval_id: int = Path(ge=1, le=MAX_ID),
     services: WebServices = Depends(get_services),
-):
+) -> ApprovalDetail:
     """It runs exactly once, at the persona's next tick."""
     return approvals.decide(
         services.managers,
@@ -53,7 +53,9 @@ def approve(
 
 
 @router.post("/approvals/{approval_id}/deny", response_model=ApprovalDetail, responses=DECIDE)
-def deny(body: DenyIn, approval_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+def deny(
+    body: DenyIn, approval_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)
+) -> ApprovalDetail:
     """It never runs; the persona reads the denial and its reason in its next prompt."""
     return approvals.decide(
         services.managers,
@@ -66,7 +68,7 @@ def deny(body: DenyIn, approval_id: int = Path(ge=1, le=MAX_ID), services: WebSe
 
 
 @router.get("/tainted", response_model=TaintedList, responses=errors(422))
-def list_tainted(limit: int = Query(50, ge=1, le=500), house: Managers = unit_of_work()):
+def list_tainted(limit: int = Query(50, ge=1, le=500), house: Managers = unit_of_work()) -> TaintedList:
     """Rows written from untrusted text (a guest's, a peer's, a feed's…), newest first, with where their words came
     from: fenced as data wherever a prompt shows them, and the ticks that show them are gated as if they had read
     that text."""
@@ -80,7 +82,7 @@ def list_tainted(limit: int = Query(50, ge=1, le=500), house: Managers = unit_of
 )
 def trust(
     body: TrustIn | None = None, taint_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)
-):
+) -> TaintedRow:
     """Trust the row: from the next tick it is the persona's own (unfenced, gating nothing). Kept in the audit log."""
     return approvals.trust(
         services.managers,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, BackgroundTasks, Depends
 from starlette.convertors import Convertor, register_url_convertor
 
@@ -40,12 +42,12 @@ register_url_convertor("model_id", ModelId())
 
 
 @router.get("/loop", response_model=LoopStatus)
-def read_loop(house: Managers = unit_of_work()):
+def read_loop(house: Managers = unit_of_work()) -> LoopStatus:
     return controls.loop_status(house)
 
 
 @router.get("/spend", response_model=Spend)
-def read_spend(house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def read_spend(house: Managers = unit_of_work(), services: WebServices = Depends(get_services)) -> dict[str, Any]:
     """What the persona spent on its models today and this hour, per model, cached and new prompt tokens, and its
     budget."""
     return controls.spend(house, services.clock())
@@ -57,7 +59,7 @@ def control_loop(
     background: BackgroundTasks,
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> LoopStatus:
     """`running`, `paused` or `stopped`: the loop obeys before its next tick."""
     if body.want == "running" and services.wake is not None:
         background.add_task(services.wake)  # a deployed persona: started again at once
@@ -65,13 +67,13 @@ def control_loop(
 
 
 @router.post("/loop/wake", response_model=LoopStatus, responses=errors(403))
-def wake_up(house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def wake_up(house: Managers = unit_of_work(), services: WebServices = Depends(get_services)) -> LoopStatus:
     """Wake a dreaming persona (state `dreaming`): its dream ends at its next model call; a note wakes it too."""
     return controls.wake_up(house, services.clock())
 
 
 @router.get("/llms", response_model=list[LLMHealth])
-def read_llms(house: Managers = unit_of_work()):
+def read_llms(house: Managers = unit_of_work()) -> list[LLMHealth]:
     return controls.llm_health(house)
 
 
@@ -89,7 +91,9 @@ def read_llms(house: Managers = unit_of_work()):
         ),
     ),
 )
-def add_llm(body: LLMAddIn, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def add_llm(
+    body: LLMAddIn, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> LLMHealth:
     """Add a model on an OpenAI-compatible server (Ollama, LM Studio, llama.cpp server, vLLM, a hosted API) after a
     health check; the answer is the new model with its `id`. The key is kept in a 0600 file of the data dir, never
     shown back. The loop thinks with it from its next tick (priority 50: before the embedded model)."""
@@ -97,7 +101,7 @@ def add_llm(body: LLMAddIn, house: Managers = unit_of_work(), services: WebServi
 
 
 @router.get("/llms/local", response_model=list[LocalServer])
-def read_local_servers(house: Managers = unit_of_work()):
+def read_local_servers(house: Managers = unit_of_work()) -> list[LocalServer]:
     """The OpenAI-compatible servers running on this machine's loopback (Ollama 11434, LM Studio 1234, llama.cpp
     server 8080, vLLM 8000, …), with their models, not yet registered."""
     return controls.local_servers(house)
@@ -113,7 +117,7 @@ def read_local_servers(house: Managers = unit_of_work()):
         422,
     ),
 )
-def remove_llm(llm_id: str, house: Managers = unit_of_work()):
+def remove_llm(llm_id: str, house: Managers = unit_of_work()) -> list[LLMHealth]:
     """Forget a model added here (and its key); the models left."""
     return controls.remove_llm(house, llm_id)
 
@@ -121,7 +125,7 @@ def remove_llm(llm_id: str, house: Managers = unit_of_work()):
 @router.put(
     "/llms/selected", response_model=list[LLMHealth], responses=errors(403, (409, "no such enabled model"), 422)
 )
-def select_llm(body: LLMSelectIn, house: Managers = unit_of_work()):
+def select_llm(body: LLMSelectIn, house: Managers = unit_of_work()) -> list[LLMHealth]:
     """Think with this model (persisted; the loop takes it at its next tick); null: the highest priority again."""
     return controls.select_llm(house, body.id)
 
@@ -131,6 +135,6 @@ def select_llm(body: LLMSelectIn, house: Managers = unit_of_work()):
     response_model=list[LLMHealth],
     responses=errors(403, (404, "no such model"), (409, "refused: it would leave no model enabled"), 422),
 )
-def update_llm(llm_id: str, body: LLMUpdateIn, house: Managers = unit_of_work()):
+def update_llm(llm_id: str, body: LLMUpdateIn, house: Managers = unit_of_work()) -> list[LLMHealth]:
     """A model's priority, whether it is enabled, whether it validates (persisted; at least one stays enabled)."""
     return controls.update_llm(house, llm_id, body)

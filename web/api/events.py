@@ -27,7 +27,7 @@ async def stream_events(
     since: int | None = Query(None, ge=0, le=MAX_ID, description="replay events after this id"),
     last_event_id: int | None = Header(None, ge=0, le=MAX_ID),
     services: WebServices = Depends(get_services),
-):
+) -> EventSourceResponse:
     """Each event: `{id, at, thread_id, tick, kind, node, data}`; kinds: step, tick, tick_failed, message,
     approval, dream, stelis_enter, stelis_leave, task_cycle, …"""
     cursor = last_event_id if last_event_id is not None else since

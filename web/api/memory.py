@@ -28,7 +28,7 @@ NO_ROW = (404, "no such tier, or no such row in it")
 NOT_HERE = (405, "not done to this tier (GET /api/memory/tiers says what may be done)")
 
 
-def _edit_body() -> dict:
+def _edit_body() -> dict[str, Any]:
     """The PATCH body's schema in the OpenAPI: one model per editable tier (the path's tier picks it)."""
     models = {tier.edit_model.__name__: tier.edit_model for tier in memory.TIERS.values() if tier.edit_model}
     schemas = [{**model.model_json_schema(), "title": name} for name, model in models.items()]
@@ -36,7 +36,7 @@ def _edit_body() -> dict:
 
 
 @router.get("/tiers", response_model=Tiers)
-def read_tiers(house: Managers = unit_of_work()):
+def read_tiers(house: Managers = unit_of_work()) -> Tiers:
     """Every tier: its name, size, and what may be done to it (the fields an edit may change)."""
     return memory.tiers(house)
 
@@ -56,7 +56,7 @@ def search(
     ),
     happened_before: date | None = Query(None, description="Only memories of what happened before this day."),
     services: WebServices = Depends(get_services),
-):
+) -> SearchResults:
     """Hybrid search (BM25 + vectors, fused, as the persona recalls) across the searchable tiers."""
     return memory.search(
         services, q, k=k, tiers=tiers, archived=archived, happened_after=happened_after, happened_before=happened_before
@@ -71,7 +71,7 @@ def read_history(
     limit: int = Query(50, ge=1, le=500),
     before_id: int | None = Query(None, ge=1, le=MAX_ID, description="Older than this change (paging back)."),
     house: Managers = unit_of_work(),
-):
+) -> History:
     """Every change to memory, newest first: who (human, persona, …), when, the row before and after."""
     return memory.history(house, tier=tier, ref=ref, actor=actor, limit=limit, before_id=before_id)
 
@@ -95,7 +95,7 @@ def upload_kb(
     response: Response,
     file: UploadFile = File(..., description="A PDF, text or markdown file (≤ 20 MB)."),
     services: WebServices = Depends(get_services),
-):
+) -> KBUploaded:
     """Add a document to the knowledge base: chunked and indexed, searchable at once."""
     result = memory.upload_kb(services, file.filename or "", file.file.read(memory.MAX_UPLOAD_BYTES + 1))
     if result.skipped:
@@ -110,7 +110,7 @@ def list_kb(
     archived: Annotated[QueryBool, Query(description="The archived documents instead.")] = False,
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> MemoryList:
     """The knowledge base's documents, newest first: GET /api/memory/{tier} of `kb` (POST here adds one)."""
     return memory.list_tier(house, services, "kb", q=q, archived=archived, limit=limit)
 
@@ -125,20 +125,20 @@ def list_tier(
     ] = False,
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> MemoryList:
     """A tier's rows, newest first; `q` narrows them (hybrid search where the tier is searchable)."""
     return memory.list_tier(house, services, tier, q=q, archived=archived, limit=limit)
 
 
 @router.get("/{tier}/{ref}", response_model=MemoryRecord, responses=errors(NO_ROW, 422))
-def read_record(tier: str = TierPath, ref: str = RefPath, house: Managers = unit_of_work()):
+def read_record(tier: str = TierPath, ref: str = RefPath, house: Managers = unit_of_work()) -> MemoryRecord:
     return memory.get_record(house, tier, ref)
 
 
 @router.get("/{tier}/{ref}/history", response_model=History, responses=errors((404, "no such tier"), 422))
 def read_record_history(
     tier: str = TierPath, ref: str = RefPath, limit: int = Query(50, ge=1, le=500), house: Managers = unit_of_work()
-):
+) -> History:
     """The changes of one row, newest first."""
     return memory.history(house, tier=tier, ref=ref, limit=limit)
 
@@ -159,7 +159,7 @@ def edit_record(
         "pinned; core: content).",
     ),
     services: WebServices = Depends(get_services),
-):
+) -> Done:
     """A human's edit (the history names the human); core memory and notepad keep what it replaces as a version."""
     return memory.edit(services, tier, ref, body)
 
@@ -167,7 +167,7 @@ def edit_record(
 @router.post(
     "/{tier}/{ref}/archive", response_model=Done, responses=errors(403, NO_ROW, (409, "this tier is not archived"), 422)
 )
-def archive_record(tier: str = TierPath, ref: str = RefPath, services: WebServices = Depends(get_services)):
+def archive_record(tier: str = TierPath, ref: str = RefPath, services: WebServices = Depends(get_services)) -> Done:
     """Set it aside: out of the persona's lists and retrieval, restorable."""
     return memory.archive(services, tier, ref)
 
@@ -177,12 +177,12 @@ def archive_record(tier: str = TierPath, ref: str = RefPath, services: WebServic
     response_model=Done,
     responses=errors(403, NO_ROW, (409, "this tier is not restored, or the row cannot be"), 422),
 )
-def restore_record(tier: str = TierPath, ref: str = RefPath, services: WebServices = Depends(get_services)):
+def restore_record(tier: str = TierPath, ref: str = RefPath, services: WebServices = Depends(get_services)) -> Done:
     """Bring it back (core/notepad: put a replaced version back)."""
     return memory.restore(services, tier, ref)
 
 
 @router.delete("/{tier}/{ref}", response_model=Done, responses=errors(403, NO_ROW, NOT_HERE, 422))
-def delete_record(tier: str = TierPath, ref: str = RefPath, services: WebServices = Depends(get_services)):
+def delete_record(tier: str = TierPath, ref: str = RefPath, services: WebServices = Depends(get_services)) -> Done:
     """Delete it for good (the persona's own deletes only archive); its history stays."""
     return memory.delete(services, tier, ref)

@@ -26,7 +26,7 @@ NAME = Path(pattern=r"^[A-Za-z0-9_.:%-]{1,200}$", description="The peer's name (
 
 
 @router.get("/peers", response_model=list[PeerOut])
-def list_peers(house: Managers = unit_of_work()):
+def list_peers(house: Managers = unit_of_work()) -> list[PeerOut]:
     return mesh.list_peers(house)
 
 
@@ -36,18 +36,18 @@ def list_peers(house: Managers = unit_of_work()):
     status_code=201,
     responses=errors(403, (409, "a peer of that name or DID is already known"), 422),
 )
-def add_peer(body: PeerIn, house: Managers = unit_of_work()):
+def add_peer(body: PeerIn, house: Managers = unit_of_work()) -> PeerOut:
     """Add a peer (the owner's act: no approval is asked)."""
     return mesh.add_peer(house, body)
 
 
 @router.get("/peers/{name}", response_model=PeerOut, responses=errors((404, "no such peer"), 422))
-def read_peer(name: str = NAME, house: Managers = unit_of_work()):
+def read_peer(name: str = NAME, house: Managers = unit_of_work()) -> PeerOut:
     return mesh.read_peer(house, name)
 
 
 @router.put("/peers/{name}/tags", response_model=PeerOut, responses=errors(403, (404, "no such peer"), 422))
-def tag_peer(body: PeerTagsIn, name: str = NAME, house: Managers = unit_of_work()):
+def tag_peer(body: PeerTagsIn, name: str = NAME, house: Managers = unit_of_work()) -> PeerOut:
     """The owner's tags on a peer, replacing the old ones (its own act: no approval is asked); `friend` makes it a
     friend of the distributed notes."""
     return mesh.tag_peer(house, name, body)
@@ -56,7 +56,9 @@ def tag_peer(body: PeerTagsIn, name: str = NAME, house: Managers = unit_of_work(
 @router.delete(
     "/peers/{name}", status_code=204, response_class=Response, responses=errors(403, (404, "no such peer"), 422)
 )
-def remove_peer(name: str = NAME, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def remove_peer(
+    name: str = NAME, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> Response:
     mesh.remove_peer(house, name, services.settings())
     return Response(status_code=204)
 
@@ -67,7 +69,9 @@ def remove_peer(name: str = NAME, house: Managers = unit_of_work(), services: We
     status_code=201,
     responses=errors(403, (404, "no such peer"), 422),
 )
-def issue_credential(name: str = NAME, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def issue_credential(
+    name: str = NAME, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> IssuedCredentialOut:
     """A new credential for the peer to call this persona's A2A endpoint with (it opens nothing else). Its token is in
     this answer and never again: only its hash is kept."""
     return mesh.issue_credential(house, name, web_actor(services.api_token))
@@ -76,7 +80,7 @@ def issue_credential(name: str = NAME, house: Managers = unit_of_work(), service
 @router.delete(
     "/peers/{name}/credentials", response_model=list[CredentialOut], responses=errors(403, (404, "no such peer"), 422)
 )
-def revoke_credentials(name: str = NAME, house: Managers = unit_of_work()):
+def revoke_credentials(name: str = NAME, house: Managers = unit_of_work()) -> list[CredentialOut]:
     """Revoke every credential of the peer: none opens anything from now on."""
     return mesh.revoke_credentials(house, name)
 
@@ -86,7 +90,9 @@ def revoke_credentials(name: str = NAME, house: Managers = unit_of_work()):
     response_model=list[CredentialOut],
     responses=errors(403, (404, "no such peer or credential"), 422),
 )
-def revoke_credential(name: str = NAME, credential_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
+def revoke_credential(
+    name: str = NAME, credential_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()
+) -> list[CredentialOut]:
     return mesh.revoke_credentials(house, name, credential_id)
 
 
@@ -101,7 +107,7 @@ def set_outgoing_credential(
     name: str = NAME,
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> Response:
     """Keep the credential the peer issued to this persona: sent with its messages to that peer, kept as a secret
     (a 0600 file or sealed; never in the database, a page or an export)."""
     mesh.set_outgoing_credential(house, services.settings(), name, body.token)
@@ -116,11 +122,11 @@ def set_outgoing_credential(
 )
 def drop_outgoing_credential(
     name: str = NAME, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
-):
+) -> Response:
     mesh.set_outgoing_credential(house, services.settings(), name, None)
     return Response(status_code=204)
 
 
 @router.get("/mesh", response_model=MeshView)
-def read_mesh(house: Managers = unit_of_work()):
+def read_mesh(house: Managers = unit_of_work()) -> MeshView:
     return mesh.view(house)

@@ -51,13 +51,13 @@ UPLOAD = {
 
 
 @router.get("", response_model=PersonaOverview, responses=errors(404, UNREADABLE))
-def read_persona(house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def read_persona(house: Managers = unit_of_work(), services: WebServices = Depends(get_services)) -> PersonaOverview:
     """Name, directory, whether it may be edited, its files, skills, named seeds and the human's recent edits."""
     return persona.overview(services, house)
 
 
 @router.get("/files/{name}", response_model=PersonaFile, responses=errors((404, "not a persona file"), 422))
-def read_file(name: str = FileName, services: WebServices = Depends(get_services)):
+def read_file(name: str = FileName, services: WebServices = Depends(get_services)) -> PersonaFile:
     return persona.read_file(services, name)
 
 
@@ -69,37 +69,39 @@ def write_file(
     name: str = FileName,
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> PersonaFile:
     """IDENTITY.md, SOUL.md, … (each at most 20,000 characters), seed.txt, ethics.yaml (checked first)."""
     return persona.write_file(services, house, name, body.text, services.clock())
 
 
 @router.get("/config", response_model=ConfigFile, responses=errors(404, UNREADABLE))
-def read_config(services: WebServices = Depends(get_services)):
+def read_config(services: WebServices = Depends(get_services)) -> ConfigFile:
     return persona.read_config(services)
 
 
 @router.put("/config", response_model=ConfigFile, responses=errors(403, 404, READ_ONLY, REFUSED))
-def write_config(body: FileIn, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def write_config(
+    body: FileIn, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> ConfigFile:
     """config.yaml, checked by the settings loader first: a broken one is refused (422, file:line) and the file on
     disk stays as it was."""
     return persona.write_config(services, house, body.text, services.clock())
 
 
 @router.get("/seeds", response_model=SeedList, responses=errors(404, UNREADABLE))
-def list_seeds(services: WebServices = Depends(get_services)):
+def list_seeds(services: WebServices = Depends(get_services)) -> SeedList:
     return persona.seeds(services)
 
 
 @router.get("/seeds/{name}", response_model=Seed, responses=errors((404, "no such seed"), 422))
-def read_seed(name: str = SeedName, services: WebServices = Depends(get_services)):
+def read_seed(name: str = SeedName, services: WebServices = Depends(get_services)) -> Seed:
     return persona.read_seed(services, name)
 
 
 @router.put("/seeds/{name}", response_model=Seed, responses=errors(403, 404, READ_ONLY, REFUSED))
 def save_seed(
     body: SeedIn, name: str = SeedName, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
-):
+) -> Seed:
     """Save a named seed (seeds/NAME.txt): the text given, or the current seed.txt."""
     return persona.save_seed(services, house, name, body.text, services.clock())
 
@@ -107,20 +109,22 @@ def save_seed(
 @router.post(
     "/seeds/{name}/apply", response_model=Seed, responses=errors(403, (404, "no such seed"), READ_ONLY, REFUSED)
 )
-def apply_seed(name: str = SeedName, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def apply_seed(
+    name: str = SeedName, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> Seed:
     """Make the named seed the persona's seed.txt."""
     return persona.apply_seed(services, house, name, services.clock())
 
 
 @router.get("/skills", response_model=list[Skill], responses=errors(404, UNREADABLE))
-def list_skills(services: WebServices = Depends(get_services)):
+def list_skills(services: WebServices = Depends(get_services)) -> list[Skill]:
     return persona.skills(services)
 
 
 @router.put("/skills/{name}", response_model=Skill, responses=errors(403, 404, READ_ONLY, REFUSED))
 def write_skill(
     body: SkillIn, name: str = SeedName, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
-):
+) -> Skill:
     """A skill's whole SKILL.md (a shipped skill edited becomes the persona's own), or a new skill."""
     return persona.write_skill(services, house, name, body.text, services.clock())
 
@@ -133,7 +137,7 @@ def write_skill(
         **errors(404, (409, "the database is PostgreSQL (export it with pg_dump)")),
     },
 )
-async def export_persona(background: BackgroundTasks, services: WebServices = Depends(get_services)):
+async def export_persona(background: BackgroundTasks, services: WebServices = Depends(get_services)) -> FileResponse:
     """The whole persona as one tar.gz: its directory, its database (a consistent snapshot), its vectors."""
     path, filename = await run_in_threadpool(persona.export_archive, services, services.clock())
     background.add_task(path.unlink, missing_ok=True)
@@ -153,7 +157,7 @@ async def export_persona(background: BackgroundTasks, services: WebServices = De
         persona=False,
     ),
 )
-async def import_persona(request: Request):
+async def import_persona(request: Request) -> Created:
     """An exported persona (tar.gz or zip, at most 200 MB) as a new persona directory and data dir."""
     upload = await receive_upload(
         request, limit=persona.ARCHIVE_LIMIT, types=persona.ARCHIVE_TYPES, suffixes=persona.ARCHIVE_SUFFIXES
@@ -168,7 +172,7 @@ async def import_persona(request: Request):
     openapi_extra=UPLOAD,
     responses=errors(*UPLOAD_ERRORS, 404, (413, "over 10 MB"), (415, "not PNG/JSON"), (422, "not a character card")),
 )
-async def import_card(request: Request, services: WebServices = Depends(get_services)):
+async def import_card(request: Request, services: WebServices = Depends(get_services)) -> Created:
     """A Tavern/SillyTavern character card (chara_card_v2/v3: JSON, or a PNG carrying it) as a new persona."""
     upload = await receive_upload(
         request, limit=persona.CARD_LIMIT, types=persona.CARD_TYPES, suffixes=(".png", ".json")

@@ -17,18 +17,18 @@ CHANGE = errors(403, (404, f"no such persona, or {NOT_DEPLOYED}"), 422, persona=
 
 
 @router.get("/personas", response_model=PersonaList, responses=errors((404, NOT_DEPLOYED), persona=False))
-async def list_personas(request: Request):
+async def list_personas(request: Request) -> PersonaList:
     """Every persona of the deployment (404 when the app serves one persona's data dir)."""
     return await run_in_threadpool(personas.personas, request.app.state.services)
 
 
 @router.post("/personas/{name}/pause", response_model=PersonaEntry, responses=CHANGE)
-async def pause_persona(request: Request, name: str = Name):
+async def pause_persona(request: Request, name: str = Name) -> PersonaEntry:
     """It stops thinking: its waiting jobs are cancelled and its session saved."""
     return await run_in_threadpool(personas.set_state, request.app.state.services, name, "paused")
 
 
 @router.post("/personas/{name}/resume", response_model=PersonaEntry, responses=CHANGE)
-async def resume_persona(request: Request, name: str = Name):
+async def resume_persona(request: Request, name: str = Name) -> PersonaEntry:
     """It thinks again, at once, on the first free worker."""
     return await run_in_threadpool(personas.set_state, request.app.state.services, name, "active")

@@ -20,12 +20,12 @@ router = APIRouter(tags=["sessions"], responses=PERSONA)
 
 
 @router.get("/sessions", response_model=SessionList, responses=errors(422))
-def list_sessions(limit: int = Query(50, ge=1, le=500), house: Managers = unit_of_work()):
+def list_sessions(limit: int = Query(50, ge=1, le=500), house: Managers = unit_of_work()) -> SessionList:
     return sessions.listing(house, limit)
 
 
 @router.get("/sessions/{session_id:int}", response_model=SessionDetail, responses=errors((404, "no such session"), 422))
-def read_session(session_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
+def read_session(session_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()) -> SessionDetail:
     return sessions.detail(house, session_id)
 
 
@@ -41,7 +41,7 @@ def export_session(
     session_id: int = Path(ge=1, le=MAX_ID),
     format: Literal["json", "md", "csv", "jsonl"] = Query("json"),
     house: Managers = unit_of_work(),
-):
+) -> Response:
     """A download: session-ID.json (everything), session-ID.md (the transcript), or the thought log — one record per
     thought, message, note and diary entry (`debug:*` ones marked) — as session-ID.csv or session-ID.jsonl."""
     body, filename, media = sessions.export(house, session_id, format)
@@ -58,7 +58,7 @@ def revive_session(
     session_id: int = Path(ge=1, le=MAX_ID),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> Revived:
     """A new thread seeded with the session's last thoughts; run the loop on it with the command returned."""
     return sessions.revive(house, session_id, services.clock())
 
@@ -84,7 +84,7 @@ def revive_session(
     },
     responses=errors(*UPLOAD_ERRORS, (413, "over the export limit"), (415, "not JSON"), (422, "not a session export")),
 )
-async def revive_export(request: Request, services: WebServices = Depends(get_services)):
+async def revive_export(request: Request, services: WebServices = Depends(get_services)) -> Revived:
     """Revive a session exported elsewhere (its session-ID.json): uploaded as `file` (multipart), or the JSON body."""
     upload = await receive_upload(
         request, limit=sessions.EXPORT_LIMIT, types=sessions.EXPORT_TYPES, suffixes=(".json",)

@@ -36,7 +36,7 @@ def read_conversation(
     ),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> Conversation:
     """The humans' notes (and peers') and the persona's messages, oldest first (after `after_id` when given): one
     person's conversation by every door, or all of them. The owner reads every thread."""
     return talk.conversation(
@@ -50,7 +50,7 @@ def read_conversation(
 
 
 @router.get("/conversations", response_model=Threads)
-def read_conversations(house: Managers = unit_of_work()):
+def read_conversations(house: Managers = unit_of_work()) -> Threads:
     """Every conversation — one per person across the doors they write by, one per peer —, the most recent first,
     with what waits for the owner (contact requests, approvals, refused messages, unread notes)."""
     return talk.threads(house)
@@ -62,7 +62,7 @@ def post_note(
     background: BackgroundTasks,
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> ConversationItem:
     """A note to the persona; its next tick reads it (and a pausing or idle loop wakes; a deployed persona thinks
     at once, on a free worker)."""
     item = talk.post_note(house, note, services.clock(), door=Door.API)
@@ -111,7 +111,7 @@ async def post_voice(
         None, pattern="^(en|ru)$", description=("What is spoken (ISO 639-1); left out: detected.")
     ),
     services: WebServices = Depends(get_services),
-):
+) -> VoiceNoteOut:
     """A voice message (a multipart form's `file`, or the raw body with its audio type): transcribed offline, it
     becomes a note from the human whose text is the transcript (tagged `voice` and `audio:<file>`, the recording
     kept in the data dir). Push-to-talk on the Talk page posts here."""
@@ -119,7 +119,7 @@ async def post_voice(
         request, limit=talk.VOICE_LIMIT_MB * 1024 * 1024, types=talk.VOICE_TYPES, suffixes=talk.VOICE_SUFFIXES
     )
 
-    def heard():
+    def heard() -> VoiceNoteOut:
         with services.managers.unit(OWNER) as house:
             return talk.post_voice(services, house, upload, language)
 
@@ -146,7 +146,7 @@ def read_speech(
     note_id: int = Path(ge=1, le=MAX_ID),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> Response:
     """The persona's message `note_id` spoken aloud (espeak-ng), for the Talk page's player or any client."""
     return Response(
         talk.reply_audio(services, house, note_id),

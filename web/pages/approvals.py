@@ -4,6 +4,7 @@ decided ones with what came of them, and the audit log."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Form, Path, Request
+from fastapi.responses import HTMLResponse
 
 from managers import Managers
 from web.context import WebServices, get_services, unit_of_work
@@ -18,12 +19,12 @@ router = APIRouter()
 
 
 @router.get("/approvals")
-def approvals_page(request: Request, house: Managers = unit_of_work()):
+def approvals_page(request: Request, house: Managers = unit_of_work()) -> HTMLResponse:
     return render(request, "pages/approvals.html", "approvals", overview=approvals.overview(house))
 
 
 @router.get("/approvals/overview")
-def approvals_overview(request: Request, house: Managers = unit_of_work()):
+def approvals_overview(request: Request, house: Managers = unit_of_work()) -> HTMLResponse:
     return render(request, "fragments/approval_overview.html", overview=approvals.overview(house))
 
 
@@ -33,7 +34,7 @@ def approve(
     approval_id: int = Path(ge=1, le=MAX_ID),
     reason: str = Form("", max_length=2000),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     item = approvals.decide(
         services.managers,
         approval_id,
@@ -51,7 +52,7 @@ def trust(
     taint_id: int = Path(ge=1, le=MAX_ID),
     reason: str = Form("", max_length=2000),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     row = approvals.trust(services.managers, taint_id, reason=reason, now=services.clock())
     return render(request, "fragments/tainted_item.html", row=row)
 
@@ -62,7 +63,7 @@ def deny(
     approval_id: int = Path(ge=1, le=MAX_ID),
     reason: str = Form(..., max_length=2000),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     if not reason.strip():
         raise ServiceError(NO_REASON, field="reason", status=422)
     item = approvals.decide(

@@ -5,24 +5,28 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
+from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
 from managers import Managers
 from web.context import WebServices, get_services, unit_of_work
 from web.errors import ServiceError
 from web.schemas.controls import LLMAddIn, LLMUpdateIn
+from web.schemas.people import ChannelState
 from web.services import controls, people
 from web.templating import render
 
 router = APIRouter()
 
 
-def _channels(house: Managers, services: WebServices) -> list:
+def _channels(house: Managers, services: WebServices) -> list[ChannelState]:
     return people.channel_states(house, [e.name for e in services.settings().channels.entries])
 
 
 @router.get("/controls")
-def controls_page(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def controls_page(
+    request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     status = controls.loop_status(house)
     dreaming = services.settings().dreaming
     return render(
@@ -38,17 +42,23 @@ def controls_page(request: Request, house: Managers = unit_of_work(), services: 
 
 
 @router.get("/controls/spend")
-def spend(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def spend(
+    request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     return render(request, "fragments/spend.html", spend=controls.spend(house, services.clock()))
 
 
 @router.get("/controls/channels")
-def channel_states(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def channel_states(
+    request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     return render(request, "fragments/channel_states.html", channels=_channels(house, services))
 
 
 @router.post("/controls/wake")
-def wake_up(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def wake_up(
+    request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     return render(request, "fragments/loop_status.html", status=controls.wake_up(house, services.clock()))
 
 
@@ -59,7 +69,7 @@ def control_loop(
     want: Literal["running", "paused", "stopped"] = Form(...),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     status = controls.set_control(house, want, services.clock())
     if want == "running" and services.wake is not None:
         background.add_task(services.wake)  # a deployed persona: started again at once
@@ -67,7 +77,7 @@ def control_loop(
 
 
 @router.get("/controls/llms/local")
-def local_servers(request: Request, house: Managers = unit_of_work()):
+def local_servers(request: Request, house: Managers = unit_of_work()) -> HTMLResponse:
     """The servers found on loopback, offered with their models (loaded after the page: the probes take a moment)."""
     return render(request, "fragments/llm_local.html", servers=controls.local_servers(house))
 
@@ -81,7 +91,7 @@ def add_llm(
     api_key: str = Form("", max_length=500),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     """Controls → "Add a model": checked, then saved; the table of models comes back with it."""
     try:
         body = LLMAddIn(
@@ -95,12 +105,14 @@ def add_llm(
 
 
 @router.post("/controls/llms/{llm_id}/remove")
-def remove_llm(request: Request, llm_id: str, house: Managers = unit_of_work()):
+def remove_llm(request: Request, llm_id: str, house: Managers = unit_of_work()) -> HTMLResponse:
     return render(request, "fragments/llm_models.html", llms=controls.remove_llm(house, llm_id))
 
 
 @router.post("/controls/llms/selected")
-def select_llm(request: Request, llm_id: str = Form("", max_length=200), house: Managers = unit_of_work()):
+def select_llm(
+    request: Request, llm_id: str = Form("", max_length=200), house: Managers = unit_of_work()
+) -> HTMLResponse:
     llms = controls.select_llm(house, llm_id or None)
     return render(request, "fragments/llm_models.html", llms=llms)
 
@@ -113,7 +125,7 @@ def update_llm(
     enabled: bool = Form(False),
     is_validator: bool = Form(False),
     house: Managers = unit_of_work(),
-):
+) -> HTMLResponse:
     llms = controls.update_llm(
         house, llm_id, LLMUpdateIn(priority=priority, enabled=enabled, is_validator=is_validator)
     )
@@ -121,5 +133,5 @@ def update_llm(
 
 
 @router.get("/controls/status")
-def loop_status(request: Request, house: Managers = unit_of_work()):
+def loop_status(request: Request, house: Managers = unit_of_work()) -> HTMLResponse:
     return render(request, "fragments/loop_status.html", status=controls.loop_status(house))

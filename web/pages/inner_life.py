@@ -4,6 +4,7 @@ delete), emotions / novelty / tokens over time, and the layers of the last promp
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Form, Path, Request
+from fastapi.responses import HTMLResponse
 
 from managers import Managers
 from web.context import WebServices, get_services, unit_of_work
@@ -17,7 +18,9 @@ DRIVES_CHANGED = {"HX-Trigger": "drives-changed"}  # a question resolved or dele
 
 
 @router.get("/inner-life")
-def inner_life_page(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def inner_life_page(
+    request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     return render(
         request,
         "pages/inner_life.html",
@@ -31,7 +34,9 @@ def inner_life_page(request: Request, house: Managers = unit_of_work(), services
 
 
 @router.get("/inner-life/drives")
-def drive_panel(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def drive_panel(
+    request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     return render(
         request, "fragments/drive_panel.html", view=inner_life.drives_view(house, services.settings(), services.clock())
     )
@@ -44,7 +49,7 @@ def set_drive(
     level: float = Form(..., ge=0, le=1),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     view = inner_life.set_drive(house, services.settings(), name, DriveLevelIn(level=level), services.clock())
     return render(request, "fragments/drive_panel.html", view=view)
 
@@ -56,7 +61,7 @@ def resolve_question(
     resolution: str = Form(..., min_length=1, max_length=1000),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     inner_life.resolve_question(house, question_id, ResolutionIn(resolution=resolution), services.clock())
     response = render(request, "fragments/question_table.html", listing=inner_life.questions(house))
     response.headers.update(DRIVES_CHANGED)
@@ -64,7 +69,9 @@ def resolve_question(
 
 
 @router.delete("/inner-life/questions/{question_id}")
-def delete_question(request: Request, question_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
+def delete_question(
+    request: Request, question_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()
+) -> HTMLResponse:
     inner_life.delete_question(house, question_id)
     response = render(request, "fragments/question_table.html", listing=inner_life.questions(house))
     response.headers.update(DRIVES_CHANGED)
@@ -72,5 +79,5 @@ def delete_question(request: Request, question_id: int = Path(ge=1, le=MAX_ID), 
 
 
 @router.get("/inner-life/charts")
-def chart_panel(request: Request, house: Managers = unit_of_work()):
+def chart_panel(request: Request, house: Managers = unit_of_work()) -> HTMLResponse:
     return render(request, "fragments/chart_panel.html", charts=inner_life.charts(house))

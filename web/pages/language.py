@@ -14,7 +14,7 @@ YEAR_S = 365 * 24 * 3600
 
 
 @router.get("/language/{code}")
-def choose_language(request: Request, code: str, next: str = "/"):  # noqa: A002 - the query parameter's name
+def choose_language(request: Request, code: str, next: str = "/") -> RedirectResponse:  # noqa: A002 - the query parameter's name
     language = i18n.supported(code)
     if language is None or language != code.lower():
         raise ServiceError(f"no language {code!r}: one of {', '.join(i18n.LANGUAGES)}", field="code", status=404)

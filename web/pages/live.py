@@ -4,9 +4,11 @@ swaps them in). Each page names the event kinds it wants; the rendering is the p
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.templating import Jinja2Templates
 from markupsafe import escape
 from sse_starlette import EventSourceResponse
 
@@ -14,6 +16,7 @@ from i18n import N_, SOURCE
 from managers.audience import OWNER
 from web.context import WebServices, get_services
 from web.errors import ServiceError
+from web.schemas.talk import ConversationItem, ThreadOut
 from web.services import events, talk, thoughts
 from web.templating import BADGES, gettext_for, language_of
 
@@ -21,7 +24,7 @@ router = APIRouter()
 
 
 def _talk_fragment(
-    request: Request, services: WebServices, event: dict, lang: str = SOURCE, person: str | None = None
+    request: Request, services: WebServices, event: dict[str, Any], lang: str = SOURCE, person: str | None = None
 ) -> str | None:
     note_id = (event.get("data") or {}).get("note_id")
     if not note_id:
@@ -39,9 +42,16 @@ def _talk_fragment(
     return _render_item(request, items[0], lang)
 
 
-def _render_item(request: Request, item: Any, lang: str) -> str:
-    return request.app.state.templates.get_template("fragments/conversation_item.html").render(
-        item=item, base=request.scope.get("root_path", ""), lang=lang
+def _templates(request: Request) -> Jinja2Templates:
+    templates: Jinja2Templates = request.app.state.templates  # web/app.py create_app
+    return templates
+
+
+def _render_item(request: Request, item: ConversationItem, lang: str) -> str:
+    return (
+        _templates(request)
+        .get_template("fragments/conversation_item.html")
+        .render(item=item, base=request.scope.get("root_path", ""), lang=lang)
     )
 
 
@@ -59,7 +69,7 @@ STEP_LABELS = {
 }
 
 
-def talk_status(event: dict, lang: str | None = None) -> str | None:
+def talk_status(event: dict[str, Any], lang: str | None = None) -> str | None:
     """One line under the conversation while a tick runs: which step the persona is in (in the page's language)."""
     _ = gettext_for(lang)
     if event["kind"] == "tick":
@@ -71,7 +81,7 @@ def talk_status(event: dict, lang: str | None = None) -> str | None:
 @router.get("/live/talk")
 async def live_talk(
     request: Request, person: str | None = Query(None, max_length=210), services: WebServices = Depends(get_services)
-):
+) -> EventSourceResponse:
     """The open thread's new turns — by any door: the page, a channel, a peer — as they are stored, and which step
     the persona is in. Without `person`: the owner's own thread."""
     managers = services.managers
@@ -84,13 +94,13 @@ async def live_talk(
             shown = talk.conversation(house, "", limit=1, person=thread).items
         return thread, shown[-1].id if shown else 0
 
-    def turns_after(thread: str, after: int) -> list[Any]:
+    def turns_after(thread: str, after: int) -> list[ConversationItem]:
         with managers.unit(OWNER) as house:
             return talk.conversation(
                 house, "", limit=50, after_id=after, person=thread, speech=talk.speech_mode(services)
             ).items
 
-    async def fragments():
+    async def fragments() -> AsyncIterator[dict[str, str]]:
         nonlocal cursor
         try:
             thread, last = await asyncio.to_thread(thread_now)
@@ -118,23 +128,23 @@ async def live_badges(
     request: Request,
     talk_thread: str | None = Query(None, alias="talk", max_length=210),
     services: WebServices = Depends(get_services),
-):
+) -> EventSourceResponse:
     """The navigation's badges (what waits for the owner: unread notes, approvals, contact requests and refused
     messages) whenever they change, as out-of-band fragments; on the Talk page (`talk`: its open thread) the
     conversations' list too."""
     managers = services.managers
     lang = language_of(request)
-    templates = request.app.state.templates
+    templates = _templates(request)
     base = request.scope.get("root_path", "")
 
-    def read() -> tuple[dict[str, int], Any]:
+    def read() -> tuple[dict[str, int], list[ThreadOut]]:
         with managers.unit(OWNER) as house:
             if talk_thread is None:
                 return talk.waiting_for_owner(house), []
             listed = talk.threads(house)
         return listed.waiting, listed.threads
 
-    async def fragments():
+    async def fragments() -> AsyncIterator[dict[str, str]]:
         shown: tuple[Any, ...] | None = None
         while not await request.is_disconnected():
             waiting, threads = await asyncio.to_thread(read)
@@ -167,9 +177,11 @@ async def live_badges(
 THOUGHT_KINDS = ("step", "tick", "tick_failed", "keepalive")
 
 
-def _thought_fragment(request: Request, services: WebServices, event: dict, lang: str = SOURCE) -> dict | None:
+def _thought_fragment(
+    request: Request, services: WebServices, event: dict[str, Any], lang: str = SOURCE
+) -> dict[str, Any] | None:
     """A journal event as the Thoughts page's fragment: a closed (or failed) tick's card, or the step under way."""
-    templates = request.app.state.templates
+    templates = _templates(request)
     if event["kind"] == "step":
         html = templates.get_template("fragments/tick_progress.html").render(event=event, lang=lang)
         return {"event": "step", "id": str(event["id"]), "data": html.strip()}
@@ -183,11 +195,11 @@ def _thought_fragment(request: Request, services: WebServices, event: dict, lang
 
 
 @router.get("/live/thoughts")
-async def live_thoughts(request: Request, services: WebServices = Depends(get_services)):
+async def live_thoughts(request: Request, services: WebServices = Depends(get_services)) -> EventSourceResponse:
     cursor = events.newest_id(services.managers)
     lang = language_of(request)
 
-    async def fragments():
+    async def fragments() -> AsyncIterator[dict[str, Any]]:
         sent: set[int] = set()  # a Stelis child's tick is journaled under its root: one card per tick all the same
         async for event in events.follow(
             services.managers,
@@ -212,11 +224,11 @@ APPROVAL_KINDS = ("approval", "tick", "keepalive")  # a request, or a tick that 
 
 
 @router.get("/live/approvals")
-async def live_approvals(request: Request, services: WebServices = Depends(get_services)):
+async def live_approvals(request: Request, services: WebServices = Depends(get_services)) -> EventSourceResponse:
     """A bare `approval` event whenever something may have changed; the page fetches its list again."""
     cursor = events.newest_id(services.managers)
 
-    async def signals():
+    async def signals() -> AsyncIterator[dict[str, str]]:
         async for event in events.follow(
             services.managers,
             cursor,
@@ -231,14 +243,14 @@ async def live_approvals(request: Request, services: WebServices = Depends(get_s
 
 
 @router.get("/live/mesh")
-async def live_mesh(request: Request, services: WebServices = Depends(get_services)):
+async def live_mesh(request: Request, services: WebServices = Depends(get_services)) -> EventSourceResponse:
     """What the mesh door sees, as it sees it (a peer met, a signed container received and verified, one refused):
     the Mesh page's live list (fragments/mesh_event.html)."""
     cursor = events.newest_id(services.managers)
     lang = language_of(request)
-    template = request.app.state.templates.get_template("fragments/mesh_event.html")
+    template = _templates(request).get_template("fragments/mesh_event.html")
 
-    async def fragments():
+    async def fragments() -> AsyncIterator[dict[str, str]]:
         async for event in events.follow(
             services.managers,
             cursor,

@@ -4,6 +4,7 @@ containers, the A2A outbox and what peers wrote; the owner adds and removes peer
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse
 
 from managers import Managers
 from web.context import WebServices, get_services, unit_of_work
@@ -17,7 +18,7 @@ router = APIRouter()
 
 
 @router.get("/mesh")
-def mesh_page(request: Request, house: Managers = unit_of_work()):
+def mesh_page(request: Request, house: Managers = unit_of_work()) -> HTMLResponse:
     return render(
         request, "pages/mesh.html", "mesh", mesh=mesh.view(house), error=None, mesh_events=mesh.recent_events(house)
     )
@@ -30,7 +31,7 @@ def add_peer(
     a2a_url: str = Form("", max_length=500),
     note: str = Form("", max_length=2000),
     house: Managers = unit_of_work(),
-):
+) -> HTMLResponse:
     error = None
     try:
         mesh.add_peer(house, PeerIn(name=name.strip(), a2a_url=a2a_url.strip() or None, note=note))
@@ -47,7 +48,7 @@ def add_discovered(
     did: str = Form(..., max_length=200),
     name: str = Form(..., max_length=120),
     house: Managers = unit_of_work(),
-):
+) -> HTMLResponse:
     """One click on a peer seen on the mesh: the owner adds it by its DID."""
     error = None
     try:
@@ -62,7 +63,7 @@ def add_discovered(
 @router.post("/mesh/peers/{name}/remove")
 def remove_peer(
     request: Request, name: str, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
-):
+) -> HTMLResponse:
     mesh.remove_peer(house, name, services.settings())
     return render(request, "fragments/mesh_peers.html", mesh=mesh.view(house), error=None)
 
@@ -70,7 +71,7 @@ def remove_peer(
 @router.post("/mesh/peers/{name}/credentials")
 def issue_credential(
     request: Request, name: str, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
-):
+) -> HTMLResponse:
     """A credential for the peer, its token shown this once in the answer (never again, nowhere else)."""
     issued = mesh.issue_credential(house, name, web_actor(services.api_token))
     return render(
@@ -83,6 +84,6 @@ def issue_credential(
 
 
 @router.post("/mesh/peers/{name}/credentials/revoke")
-def revoke_credentials(request: Request, name: str, house: Managers = unit_of_work()):
+def revoke_credentials(request: Request, name: str, house: Managers = unit_of_work()) -> HTMLResponse:
     mesh.revoke_credentials(house, name)
     return render(request, "fragments/mesh_peers.html", mesh=mesh.view(house), error=None)

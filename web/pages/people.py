@@ -4,6 +4,7 @@ contact requests from unknown senders that wait for the owner."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Form, Path, Request
+from fastapi.responses import HTMLResponse
 from pydantic import ValidationError
 
 from managers.audience import OWNER
@@ -17,14 +18,14 @@ from web.templating import render
 router = APIRouter()
 
 
-def _overview(request: Request, services: WebServices):
+def _overview(request: Request, services: WebServices) -> HTMLResponse:
     with services.managers.unit(OWNER) as house:
         overview = people.overview(house, services.settings())
     return render(request, "fragments/people_overview.html", overview=overview)
 
 
 @router.get("/people")
-def people_page(request: Request, services: WebServices = Depends(get_services)):
+def people_page(request: Request, services: WebServices = Depends(get_services)) -> HTMLResponse:
     with services.managers.unit(OWNER) as house:
         overview = people.overview(house, services.settings())
     return render(request, "pages/people.html", "people", overview=overview)
@@ -40,7 +41,7 @@ def add_person(
     language: str = Form("", max_length=16),
     quiet_hours: str = Form("", max_length=16),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     try:
         body = PersonIn(
             name=name,
@@ -58,19 +59,25 @@ def add_person(
 
 
 @router.post("/people/requests/{request_id}/accept")
-def accept(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+def accept(
+    request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     people.decide(services.managers, request_id, accept=True, now=services.clock(), settings=services.settings())
     return _overview(request, services)
 
 
 @router.post("/people/requests/{request_id}/refuse")
-def refuse(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+def refuse(
+    request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     people.decide(services.managers, request_id, accept=False, now=services.clock(), settings=services.settings())
     return _overview(request, services)
 
 
 @router.post("/people/requests/{request_id}/vouch")
-def vouch(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)):
+def vouch(
+    request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     people.decide(services.managers, request_id, accept="vouch", now=services.clock(), settings=services.settings())
     return _overview(request, services)
 
@@ -78,6 +85,6 @@ def vouch(request: Request, request_id: int = Path(ge=1, le=MAX_ID), services: W
 @router.post("/people/{person_id}/delete")
 def delete_person(
     request: Request, person_id: int = Path(ge=1, le=MAX_ID), services: WebServices = Depends(get_services)
-):
+) -> HTMLResponse:
     people.delete(services.managers, person_id, settings=services.settings(), memory=services.memory)
     return _overview(request, services)

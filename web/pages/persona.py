@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Form, Path, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse
 
 from i18n import N_
 from managers import Managers
@@ -30,7 +31,7 @@ def _editor(
     kind: str = "file",
     name: str = "",
     editable: bool = True,
-):
+) -> HTMLResponse:
     return render(
         request,
         EDITOR,
@@ -48,7 +49,9 @@ def _editor(
 
 
 @router.get("")
-def persona_page(request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)):
+def persona_page(
+    request: Request, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
+) -> HTMLResponse:
     return render(
         request,
         "pages/persona.html",
@@ -60,7 +63,7 @@ def persona_page(request: Request, house: Managers = unit_of_work(), services: W
 
 
 @router.get("/files/{name}")
-def file_editor(request: Request, name: str = Name, services: WebServices = Depends(get_services)):
+def file_editor(request: Request, name: str = Name, services: WebServices = Depends(get_services)) -> HTMLResponse:
     f = persona.read_file(services, name)
     return _editor(
         request,
@@ -79,7 +82,7 @@ def save_file(
     text: str = Form("", max_length=200_000),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     f = persona.write_file(services, house, name, text, services.clock())
     return _editor(
         request,
@@ -92,7 +95,7 @@ def save_file(
 
 
 @router.get("/config")
-def config_editor(request: Request, services: WebServices = Depends(get_services)):
+def config_editor(request: Request, services: WebServices = Depends(get_services)) -> HTMLResponse:
     return _editor(
         request,
         title="config.yaml",
@@ -108,7 +111,7 @@ def save_config(
     text: str = Form("", max_length=200_000),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     saved = persona.write_config(services, house, text, services.clock())
     return _editor(
         request,
@@ -120,7 +123,7 @@ def save_config(
 
 
 @router.get("/seeds/{name}")
-def seed_editor(request: Request, name: str = Name, services: WebServices = Depends(get_services)):
+def seed_editor(request: Request, name: str = Name, services: WebServices = Depends(get_services)) -> HTMLResponse:
     seed = persona.read_seed(services, name)
     return _editor(
         request,
@@ -140,7 +143,7 @@ def save_seed(
     text: str = Form("", max_length=20_000),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     """Save the editor's text under a name (its seed.txt when the editor is empty)."""
     persona.save_seed(services, house, name, text or None, services.clock())
     return render(
@@ -154,7 +157,7 @@ def save_seed(
 @router.post("/seeds/{name}/apply")
 def apply_seed(
     request: Request, name: str = Name, house: Managers = unit_of_work(), services: WebServices = Depends(get_services)
-):
+) -> HTMLResponse:
     persona.apply_seed(services, house, name, services.clock())
     return render(
         request,
@@ -165,7 +168,7 @@ def apply_seed(
 
 
 @router.get("/skills/{name}")
-def skill_editor(request: Request, name: str = Name, services: WebServices = Depends(get_services)):
+def skill_editor(request: Request, name: str = Name, services: WebServices = Depends(get_services)) -> HTMLResponse:
     skill = next((s for s in persona.skills(services) if s.name == name), None)
     text = skill.text if skill else f"---\nname: {name}\ndescription: \ninvocation: manual\n---\n"
     return _editor(
@@ -185,7 +188,7 @@ def save_skill(
     text: str = Form(..., max_length=30_000),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     skill = persona.write_skill(services, house, name, text, services.clock())
     return _editor(
         request,
@@ -198,7 +201,7 @@ def save_skill(
 
 
 @router.post("/import")
-async def import_archive(request: Request):
+async def import_archive(request: Request) -> HTMLResponse:
     upload = await receive_upload(
         request, limit=persona.ARCHIVE_LIMIT, types=persona.ARCHIVE_TYPES, suffixes=persona.ARCHIVE_SUFFIXES
     )
@@ -207,7 +210,7 @@ async def import_archive(request: Request):
 
 
 @router.post("/cards")
-async def import_card(request: Request, services: WebServices = Depends(get_services)):
+async def import_card(request: Request, services: WebServices = Depends(get_services)) -> HTMLResponse:
     upload = await receive_upload(
         request, limit=persona.CARD_LIMIT, types=persona.CARD_TYPES, suffixes=(".png", ".json")
     )

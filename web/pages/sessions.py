@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse
 
 from managers import Managers
 from web.context import WebServices, get_services, unit_of_work
@@ -17,12 +18,14 @@ router = APIRouter()
 
 
 @router.get("/sessions")
-def sessions_page(request: Request, house: Managers = unit_of_work()):
+def sessions_page(request: Request, house: Managers = unit_of_work()) -> HTMLResponse:
     return render(request, "pages/sessions.html", "sessions", sessions=sessions.listing(house, 100).items)
 
 
 @router.get("/sessions/{session_id}")
-def session_detail(request: Request, session_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()):
+def session_detail(
+    request: Request, session_id: int = Path(ge=1, le=MAX_ID), house: Managers = unit_of_work()
+) -> HTMLResponse:
     return render(request, "fragments/session_detail.html", session=sessions.detail(house, session_id))
 
 
@@ -32,14 +35,14 @@ def revive(
     session_id: int = Path(ge=1, le=MAX_ID),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     return render(
         request, "fragments/session_revived.html", revived=sessions.revive(house, session_id, services.clock())
     )
 
 
 @router.post("/sessions/revive")
-async def revive_upload(request: Request, services: WebServices = Depends(get_services)):
+async def revive_upload(request: Request, services: WebServices = Depends(get_services)) -> HTMLResponse:
     upload = await receive_upload(
         request, limit=sessions.EXPORT_LIMIT, types=sessions.EXPORT_TYPES, suffixes=(".json",)
     )

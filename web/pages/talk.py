@@ -4,6 +4,7 @@ person's and peer's, which the owner reads; the persona's replies and anyone's n
 from __future__ import annotations
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Form, Query, Request
+from fastapi.responses import HTMLResponse
 
 from managers import Managers
 from memory.note_kinds import Door
@@ -25,7 +26,7 @@ def talk_page(
     ),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     owner = talk.owner_thread(house)
     listed = talk.threads(house)
     chosen = person or owner
@@ -52,7 +53,7 @@ def send_note(
     text: str = Form(..., max_length=8000),
     house: Managers = unit_of_work(),
     services: WebServices = Depends(get_services),
-):
+) -> HTMLResponse:
     item = talk.post_note(house, NoteIn(text=text), services.clock(), door=Door.WEB)
     if services.wake is not None:
         background.add_task(services.wake)  # after the note is committed

@@ -4,6 +4,7 @@ the tree of Stelis threads."""
 from __future__ import annotations
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
 
 from managers import Managers
 from web.context import unit_of_work
@@ -15,7 +16,7 @@ router = APIRouter()
 
 
 @router.get("/thoughts")
-def thoughts_page(request: Request, house: Managers = unit_of_work()):
+def thoughts_page(request: Request, house: Managers = unit_of_work()) -> HTMLResponse:
     return render(
         request,
         "pages/thoughts.html",
@@ -26,5 +27,7 @@ def thoughts_page(request: Request, house: Managers = unit_of_work()):
 
 
 @router.get("/thoughts/ticks")
-def older_ticks(request: Request, before: int = Query(..., ge=1, le=MAX_ID), house: Managers = unit_of_work()):
+def older_ticks(
+    request: Request, before: int = Query(..., ge=1, le=MAX_ID), house: Managers = unit_of_work()
+) -> HTMLResponse:
     return render(request, "fragments/tick_page.html", feed=thoughts.tick_page(house, limit=20, before=before))

@@ -6,18 +6,21 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from managers import ManagerFactory
 from managers.audience import OWNER
 from memory.clock import as_utc
+
+if TYPE_CHECKING:
+    from managers.journal import LiveEventView
 
 log = logging.getLogger(__name__)
 POLL_S = 0.1  # one indexed query per client per poll; an event reaches the page within ~0.1 s plus the loop's flush
 KEEPALIVE_S = 15.0
 
 
-def event_dict(row) -> dict[str, Any]:
+def event_dict(row: LiveEventView) -> dict[str, Any]:
     return {
         "id": row.id,
         "at": as_utc(row.at).isoformat() if row.at else None,
@@ -50,7 +53,7 @@ class JournalListener:
     def __init__(self, conninfo: str):
         self.conninfo = conninfo
         self._subscribers: dict[str, set[asyncio.Event]] = {}
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     def subscribe(self, schema: str) -> asyncio.Event:
         if self._task is None or self._task.done():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from i18n import N_
 from managers import Managers
@@ -32,6 +32,9 @@ from web.schemas.inner_life import (
     ResolutionIn,
     Series,
 )
+
+if TYPE_CHECKING:
+    from managers.inner_life import OpenQuestionView
 
 # emotion → valence (−1 unpleasant … 1 pleasant). The human's emotions follow Nexus Ark (joy 1.0, neutral 0,
 # sadness −0.6, anger −1.0); the persona's own are rated freely, so the common ones are mapped too. A thought's
@@ -136,7 +139,7 @@ def set_drive(house: Managers, settings: Settings, name: str, change: DriveLevel
 # -- open questions ---------------------------------------------------------------------------------------------
 
 
-def _question(q) -> QuestionView:
+def _question(q: OpenQuestionView) -> QuestionView:
     return QuestionView(
         id=q.id,
         topic=q.topic,
@@ -161,7 +164,7 @@ def questions(house: Managers, limit: int = 200) -> QuestionList:
     return QuestionList(questions=[_question(q) for q in ordered], open=sum(q.status == "open" for q in rows))
 
 
-def _find_question(house: Managers, question_id: int):
+def _find_question(house: Managers, question_id: int) -> OpenQuestionView:
     try:
         return house.inner_life.question(question_id)
     except NotFound as exc:

@@ -29,6 +29,7 @@ from persona.loader import BOOTSTRAP_ORDER, FILE_CAP, TOTAL_CAP
 from persona.scaffold import NAME_PATTERN, free_directory, scaffold_persona, slug
 from persona.settings import SettingsError, load_settings
 from persona.skills import MAX_SKILL_CHARS, SkillError, parse_skill
+from persona.skills import Skill as LoadedSkill
 from persona.yaml_lines import YamlError, parse_lined_yaml
 from web.context import WebServices
 from web.errors import NotFoundError, ServiceError
@@ -299,7 +300,7 @@ def apply_seed(services: WebServices, house: Managers, name: str, now: datetime)
 # -- skills -----------------------------------------------------------------------------------------------------
 
 
-def _skill(root: Path, skill) -> Skill:
+def _skill(root: Path, skill: LoadedSkill) -> Skill:
     own = skill.path.resolve().is_relative_to((root / "skills").resolve())
     return Skill(
         name=skill.name,

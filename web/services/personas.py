@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from managers.errors import NotFound
-from web.context import DeploymentServices
+from web.context import DeploymentServices, WebServices
 from web.errors import ServiceError
 from web.schemas.personas import PersonaEntry, PersonaList
 
+if TYPE_CHECKING:
+    from graph.fleet.personas import PersonaRow
 
-def _deployment(services) -> DeploymentServices:
+
+def _deployment(services: WebServices | DeploymentServices) -> DeploymentServices:
     if not isinstance(services, DeploymentServices):
         raise ServiceError(
             "this app serves one persona (a data dir): a deployment of many is served by "
@@ -21,15 +25,15 @@ def _deployment(services) -> DeploymentServices:
     return services
 
 
-def _entry(row) -> PersonaEntry:
+def _entry(row: PersonaRow) -> PersonaEntry:
     return PersonaEntry(**asdict(row), url=f"/p/{row.name}/")
 
 
-def personas(services) -> PersonaList:
+def personas(services: WebServices | DeploymentServices) -> PersonaList:
     return PersonaList(personas=[_entry(row) for row in _deployment(services).deployment.rows()])
 
 
-def set_state(services, name: str, state: str) -> PersonaEntry:
+def set_state(services: WebServices | DeploymentServices, name: str, state: str) -> PersonaEntry:
     deployment = _deployment(services).deployment
     try:
         row = deployment.resume(name) if state == "active" else deployment.pause(name)

@@ -5,6 +5,7 @@ managers/conversation.py)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from managers import Managers
 from managers.conversation import Turn, Words
@@ -19,7 +20,9 @@ from web.schemas.talk import Conversation, ConversationItem, NoteIn, ThreadOut, 
 from web.uploads import Upload
 
 
-def _item(turn: Turn, offers: list[tuple[datetime, datetime, dict]], *, speakable: bool = False) -> ConversationItem:
+def _item(
+    turn: Turn, offers: list[tuple[datetime, datetime, dict[str, Any]]], *, speakable: bool = False
+) -> ConversationItem:
     human = not turn.mine
     at = as_utc(turn.at)
     offer = None if human else next((o for start, end, o in offers if start <= at <= end), None)

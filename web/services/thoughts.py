@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from i18n import N_
 from managers import Managers
@@ -22,6 +22,9 @@ from web.schemas.thoughts import (
     TickPage,
     TickTokens,
 )
+
+if TYPE_CHECKING:
+    from managers.journal import CommandView, LLMCallView, StagnationView, ThoughtView, TickView
 
 THOUGHT_KINDS = ("response", "continuation", "stagnation_record")
 RAN = {"executed"}
@@ -60,15 +63,15 @@ def _quarantined(summary: dict[str, Any]) -> str | None:
     return str(text or "")[:QUARANTINE_PREVIEW]
 
 
-def _cards(house: Managers, ticks: list[Any]) -> list[TickCard]:
+def _cards(house: Managers, ticks: list[TickView]) -> list[TickCard]:
     """Cards for these tick rows, newest first: a handful of queries per thread, not per tick."""
     by_thread: dict[str, list[int]] = defaultdict(list)
     for row in ticks:
         by_thread[row.thread_id].append(row.tick)
-    thoughts: dict[tuple[str, int | None], Any] = {}
-    commands: defaultdict[tuple[str, int | None], list[Any]] = defaultdict(list)
-    calls: defaultdict[tuple[str, int | None], list[Any]] = defaultdict(list)
-    metrics: dict[tuple[str, int | None], Any] = {}
+    thoughts: dict[tuple[str, int | None], ThoughtView] = {}
+    commands: defaultdict[tuple[str, int | None], list[CommandView]] = defaultdict(list)
+    calls: defaultdict[tuple[str, int | None], list[LLMCallView]] = defaultdict(list)
+    metrics: dict[tuple[str, int | None], StagnationView] = {}
     for thread_id, numbers in by_thread.items():
         details = house.journal.at_ticks(thread_id, numbers, THOUGHT_KINDS)
         for message in details.messages:
@@ -86,7 +89,13 @@ def _cards(house: Managers, ticks: list[Any]) -> list[TickCard]:
     return cards
 
 
-def _card(row, message, commands: list[Any], calls: list[Any], metric) -> TickCard:
+def _card(
+    row: TickView,
+    message: ThoughtView | None,
+    commands: list[CommandView],
+    calls: list[LLMCallView],
+    metric: StagnationView | None,
+) -> TickCard:
     summary = dict(row.summary or {})
     started, finished = as_utc(row.started_at), as_utc(row.finished_at)
     answered_by = next((c.llm_id for c in calls if c.ok and c.purpose == "think"), None)

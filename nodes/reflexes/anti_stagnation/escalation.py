@@ -31,18 +31,17 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import i18n
 from managers import Managers
 from managers.loop import context_mode
 from managers.owners import process_token
-from managers.strategies import MECHANISMS, THINKING_METHODS
+from managers.strategies import MECHANISMS, EscalationFacts
 from managers.threads import DEFAULT_WINDOW_RATIO, StelisRefused
-from memory import Repos, provenance
+from managers.threads import SIMULATION as SIMULATION  # the rehearsal's origin, as the prompt's step reads it here
+from memory import provenance
 from memory.note_kinds import Door
-from memory.repositories.stagnation import EscalationFacts
 from memory.text import emotion_strengths
 from nodes.context import CYCLE, Services
 from nodes.reflexes.prompts import (
@@ -66,7 +65,7 @@ from nodes.reflexes.prompts import (
     WORLD_NOTHING_LINE,
 )
 from nodes.state import StagnationEpisode, TickState
-from nodes.stelis.threads import child_thread_id, managers_of
+from nodes.stelis.threads import child_thread_id
 
 
 def _came_from(episode: StagnationEpisode, source: provenance.Source | None) -> None:
@@ -86,7 +85,6 @@ DIAGNOSIS_CLASS = {
 }
 FATIGUE = {"fatigue", "tiredness", "exhaustion", "overwhelm", "apathy"}  # strong (≥ 4): overload
 NO_DATA_TICKS = 5  # no note from outside during this many ticks: "no new data"
-SIMULATION = "simulation"  # the origin of a thread the escalation moved a task into
 FLASHBACK_TIERS = ("diary", "message", "concept", "llm_memory", "episode", "insight", "abstract")
 
 
@@ -112,24 +110,17 @@ def plan(
     return order
 
 
-def diagnose(repos: Repos, state: TickState, episode: StagnationEpisode, recalled: list[int]) -> str:
+def diagnose(house: Managers, state: TickState, episode: StagnationEpisode, recalled: list[int]) -> str:
     report = state.context_report
     budget = report.get("budget_tokens") or 0
     tired = max((s for n, s in emotion_strengths(state.emotions) if n in FATIGUE), default=0)
     if (budget and state.prompt_tokens >= 0.9 * budget) or tired >= 4:
         return "overload"
-    ticks = repos.ticks.recent(NO_DATA_TICKS, thread_id=state.thread_id)
-    latest_note = repos.notes.latest_incoming_at()
-    window_start = min((t.started_at for t in ticks), default=None)
-    if latest_note is None or (window_start is not None and _naive(latest_note) < _naive(window_start)):
+    if house.thinking.nothing_new_since(state.thread_id, NO_DATA_TICKS):
         return "no_new_data"
     if sorted(recalled) == sorted(episode.get("recalled_before") or []):
         return "monotone_context"
     return "repeated_thoughts"
-
-
-def _naive(value: datetime) -> datetime:
-    return value.replace(tzinfo=None) if value.tzinfo else value
 
 
 class Escalation:
@@ -139,9 +130,14 @@ class Escalation:
     _read_facts: EscalationFacts | None = None
 
     def __init__(
-        self, services: Services, repos: Repos, state: TickState, thought: str, emit: Callable[[dict[str, Any]], None]
-    ):
-        self.services, self.repos, self.state, self.thought, self.emit = services, repos, state, thought, emit
+        self,
+        services: Services,
+        house: Managers,
+        state: TickState,
+        thought: str,
+        emit: Callable[[dict[str, Any]], None],
+    ) -> None:
+        self.services, self.house, self.state, self.thought, self.emit = services, house, state, thought, emit
 
     def applicable(self, mechanism: str, episode: StagnationEpisode) -> bool:
         facts = self._facts()
@@ -174,22 +170,23 @@ class Escalation:
         mechanisms are all chosen before any is applied, and none of them changes what it reads)."""
         facts = self._read_facts
         if facts is None:
-            facts = self._read_facts = self.repos.stagnation.escalation_facts(["kb"], FLASHBACK_TIERS)
+            facts = self._read_facts = self.house.strategies.escalation_facts(["kb"], FLASHBACK_TIERS)
         return facts
 
     def run(self, episode: StagnationEpisode, level: int) -> StagnationEpisode:
         """Apply the first `level` applicable mechanisms of the diagnosis's plan; returns the new episode."""
         recalled = list(self.state.context_report.get("recalled") or [])
-        diagnosis = episode.get("diagnosis") or diagnose(self.repos, self.state, episode, recalled)
-        rows = {r.name: r for r in self.repos.strategies.ensure(MECHANISMS)}  # the active ones
-        self._methods: list[Any] = self.repos.methods.ensure(THINKING_METHODS)
+        diagnosis = episode.get("diagnosis") or diagnose(self.house, self.state, episode, recalled)
+        menu = self.house.strategies.escalation_menu()
+        rows = menu.strategies  # the active ones
+        self._methods: list[Any] = menu.methods
         chosen: list[str] = []
         wanted_mesh = False  # ask_mesh came up but had no peer: said so, and the next mechanism took its place
         # the order is fixed for the episode (the record of this episode must not reorder it mid-way)
         order = [m for m in episode.get("plan") or [] if m in rows] or plan(
             diagnosis,
             [(r.name, r.mechanism_class, r.cost, r.uses, r.helped) for r in rows.values()],
-            self.repos.records.scores("strategy:"),
+            self.house.strategies.ratings(),
         )
         for mechanism in order:
             if len(chosen) >= level:
@@ -222,12 +219,10 @@ class Escalation:
             reason = self._mesh_peers()[1]
             episode["mesh_unavailable"] = reason
             episode["stimulus"].append(self._t(MESH_NONE_LINE).format(reason=reason))
-        self.repos.strategies.record(added, used=True)
-        self.repos.processes.note(
-            "anti_stagnation",
-            f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
+        self.house.strategies.escalated(
+            added,
+            line=f"stagnant {episode.get('streak')} ticks; diagnosis {diagnosis}; "
             f"applying {', '.join(chosen) or 'nothing applicable'}",
-            status="close",
             thread_id=self.state.thread_id,
         )
         return episode
@@ -247,19 +242,20 @@ class Escalation:
 
     def flashback(self, episode: StagnationEpisode) -> None:
         recent = {m.content for m in self._recent_thoughts(20)}
-        items = [
-            i for i in self.repos.items.sample_lines(FLASHBACK_TIERS, 40) if i.text not in recent
-        ] or self.repos.items.sample_lines(FLASHBACK_TIERS, 40)
+        memory = self.house.memory
+        items = [i for i in memory.sample_lines(FLASHBACK_TIERS, 40) if i.text not in recent] or memory.sample_lines(
+            FLASHBACK_TIERS, 40
+        )
         item = self._distant(items)
         when = f"{item.created_at:%Y-%m-%d}" if item.created_at else "earlier"
         episode["stimulus"].append(self._t(FLASHBACK_LINE).format(tier=item.tier, when=when, text=item.text[:600]))
         episode["flashback_item"] = item.id
         _came_from(episode, provenance.of_item(item))
-        for sources in provenance.of_tainted_items(self.repos.taints.of_keys, [item]).values():  # written from it
+        for sources in provenance.of_tainted_items(self.house.consent.taints_of, [item]).values():  # written from it
             episode["stimulus_sources"] = provenance.merged(episode.get("stimulus_sources"), sources)
 
     def read_kb(self, episode: StagnationEpisode) -> None:
-        item = self._distant(self.repos.items.sample_lines(["kb"], 20))
+        item = self._distant(self.house.memory.sample_lines(["kb"], 20))
         episode["stimulus"].append(self._t(KB_LINE).format(title=item.title or "a document", text=item.text[:800]))
         episode["kb_item"] = item.id
         _came_from(episode, provenance.of_item(item))
@@ -269,7 +265,7 @@ class Escalation:
             return
         topic = " ".join(self.thought.split()[:12])
         text = self._t(ASK_HUMAN_TEXT).format(topic=topic)
-        house = self.services.managers.over(self.repos)
+        house = self.house
         told = house.conversation.tell(
             text,
             person=house.people.owner(),
@@ -304,7 +300,7 @@ class Escalation:
 
     def task_switch(self, episode: StagnationEpisode) -> None:
         """Set the task in front aside for a while and take up another; the return is due when the loop ends."""
-        current, *others = self.repos.tasks.list(open_only=True, limit=10)
+        current, *others = self.house.tasks.open_tasks(10)
         switch = episode.get("task_switch") or {}
         target = next((t for t in others if t.id == switch.get("to")), None) or others[0]
         episode["task_switch"] = {"from": current.id, "from_title": current.title, "to": target.id}
@@ -318,7 +314,7 @@ class Escalation:
     def random_iteration(self, episode: StagnationEpisode) -> None:
         """A thinking method drawn at random (HMP: a random action from the allowed set)."""
         rng = random.Random(f"{self.state.thread_id}:{self.state.tick}")
-        method = self.repos.methods.draw(rng, self._active_methods())
+        method = self.house.strategies.draw_method(rng, self._active_methods())
         if method is None:  # applicable() found active methods; none left by now
             return
         episode["thinking_method"] = method.name
@@ -329,7 +325,7 @@ class Escalation:
     def _recent_thoughts(self, n: int) -> list[Any]:
         """The thread's last `n` thoughts (at most INTEREST_RECENT), read once for every mechanism that asks."""
         if getattr(self, "_recent", None) is None:
-            self._recent = self.repos.messages.recent_lines(
+            self._recent = self.house.thoughts.recent_lines(
                 self.state.thread_id, max(n, INTEREST_RECENT), columns=("id", "content", "tags")
             )
         return self._recent[-n:]
@@ -337,7 +333,7 @@ class Escalation:
     def _active_methods(self) -> list[Any]:
         """The active thinking methods, as `run` read them (or now, for a mechanism applied on its own)."""
         if getattr(self, "_methods", None) is None:
-            self._methods = self.repos.methods.list()
+            self._methods = self.house.strategies.methods()
         return self._methods
 
     def _forgotten_topic(self) -> tuple[str, int] | None:
@@ -351,7 +347,7 @@ class Escalation:
         self._forgotten = next(
             (
                 (tag, n)
-                for tag, n in self.repos.tags.stats().items()
+                for tag, n in self.house.tags.stats().items()
                 if tag.lower() not in seen and tag.lower() not in seen_tags
             ),
             None,
@@ -363,7 +359,7 @@ class Escalation:
         if forgotten is None:  # applicable() found one; nothing to bring back by now
             return
         tag, uses = forgotten
-        entries = self.repos.diary.list(tag=tag, limit=1)
+        entries = self.house.diary.list(tag=tag, limit=1, debug=None)
         example = entries[0].text[:400] if entries else ""
         episode["stimulus"].append(self._t(INTEREST_LINE).format(tag=tag, uses=uses, example=example).rstrip(": "))
         episode["interest_tag"] = tag
@@ -371,14 +367,13 @@ class Escalation:
     def world_check(self, episode: StagnationEpisode) -> None:
         """The newest unread feed item, read now; with none unread, the loop is asked (once an episode) to fetch the
         feeds at once."""
-        items = self.repos.feeds.unread_items(1)
-        if items:
-            self.repos.notes.mark_read([items[0].id])
-            episode["stimulus"].append(self._t(WORLD_LINE).format(text=items[0].text[:800]))
-            episode["world_item"] = items[0].id
-            _came_from(episode, provenance.of_note(items[0]))
+        item = self.house.world.read_newest_unread()
+        if item is not None:
+            episode["stimulus"].append(self._t(WORLD_LINE).format(text=item.text[:800]))
+            episode["world_item"] = item.id
+            _came_from(episode, provenance.of_note(item))
         elif not episode.get("world_asked"):  # once an episode: endless scrolling is no cure (HMP's memetic pit)
-            self.services.managers.over(self.repos).world.ask_fetch()
+            self.house.world.ask_fetch()
             episode["world_asked"] = True
             episode["stimulus"].append(self._t(WORLD_ASKED_LINE))
         else:
@@ -389,7 +384,7 @@ class Escalation:
             self.state.thread_id,
             self.state.tick,
             CYCLE,
-            lambda: self.services.managers.over(self.repos).loop.context_cycle(self.state.thread_id),
+            lambda: self.house.loop.context_cycle(self.state.thread_id),
         )
         current = context_mode(cycle)
         episode["context_mode"] = "meditation" if current != "meditation" else "standard"
@@ -406,9 +401,6 @@ class Escalation:
 
     # ---- ask the mesh ------------------------------------------------------------------------------------------------
 
-    def _house(self) -> Managers:
-        return managers_of(self.services, self.repos)
-
     def _mesh_peers(self) -> tuple[list[str], str]:
         """(the peers to ask, most trusted first; why none when there are none)."""
         if getattr(self, "_peers", None) is None:
@@ -416,7 +408,7 @@ class Escalation:
             if not settings.mesh.enabled:
                 self._peers: tuple[list[str], str] = ([], "the mesh is off (config.yaml mesh.enabled)")
             else:
-                reputation = self._house().reputation
+                reputation = self.house.reputation
                 peers = [
                     did
                     for did in reputation.rank(reputation.known())
@@ -431,7 +423,7 @@ class Escalation:
         if not asked:
             settings, state, now = self.services.settings, self.state, self.services.clock()
             text = self._t(MESH_QUESTION).format(topic=" ".join(self.thought.split()[:12]))
-            house = self._house()
+            house = self.house
             approved = "mesh.ask" in settings.consent.auto_approve
             asked = {}
             for n, did in enumerate(self._mesh_peers()[0], 1):
@@ -476,7 +468,7 @@ class Escalation:
         """The thread's origin, from its row as the tick's first step read it (an origin never changes)."""
         state = self.state
         thread = self.services.reads.get(
-            state.thread_id, state.tick, ("thread", state.thread_id), lambda: self.repos.threads.get(state.thread_id)
+            state.thread_id, state.tick, ("thread", state.thread_id), lambda: self.house.threads.get(state.thread_id)
         )
         return thread.origin if thread is not None else None
 
@@ -494,7 +486,7 @@ class Escalation:
             return
         state, settings = self.state, self.services.settings
         label = f"simulation: {title}"[:200]
-        threads = self._house().threads
+        threads = self.house.threads
         try:
             child, _, _ = threads.open_child(
                 parent_id=state.thread_id,

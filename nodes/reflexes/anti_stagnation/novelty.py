@@ -17,9 +17,15 @@ import logging
 import re
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from nodes.state import NoveltySignals
+
+if TYPE_CHECKING:
+    from managers import Managers
+    from managers.thoughts import MessageLine
+    from nodes.context import Services
+    from nodes.state import TickState
 
 log = logging.getLogger(__name__)
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -78,16 +84,17 @@ def band_of(value: float, stagnant_at: float, novel_below: float) -> Literal["ne
     return "stagnant" if value >= stagnant_at else "new" if value < novel_below else "uncertain"
 
 
-def recent_outputs(services: Any, repos: Any, state: Any) -> list[Any]:
+def recent_outputs(services: Services, house: Managers, state: TickState) -> list[MessageLine]:
     """The thread's last `cycle.responses` outputs, oldest first, read once per tick (both reflex steps compare the
     new output with them, and nothing is stored in between)."""
     limit = services.settings.cycle.responses
-    return services.reads.get(
+    recent: list[MessageLine] = services.reads.get(
         state.thread_id,
         state.tick,
         ("recent_outputs", limit),
-        lambda: repos.messages.recent_lines(state.thread_id, limit, kinds=RECENT_KINDS),
+        lambda: house.thoughts.recent_lines(state.thread_id, limit, kinds=RECENT_KINDS),
     )
+    return recent
 
 
 def measure(

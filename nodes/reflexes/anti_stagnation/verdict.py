@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import i18n
-from llm import AllLLMsUnavailable, Sampling
+from llm import AllLLMsUnavailable, LLMRegistry, Sampling
 from llm.json_output import json_object
 from nodes.reflexes.prompts import REPHRASE_PROMPT, REPHRASE_SCHEMA
 from nodes.state import NoveltySignals, SamplingParams
@@ -27,7 +27,9 @@ def reflex_lite(sampling: SamplingParams) -> SamplingParams:
     }
 
 
-def rephrase(llms, instruction: str, *, prefer: str | None, tags: dict[str, Any], language: str = "en") -> str | None:
+def rephrase(
+    llms: LLMRegistry, instruction: str, *, prefer: str | None, tags: dict[str, Any], language: str = "en"
+) -> str | None:
     """HMP reflex-lite's rephrased request, once sampling cannot be raised further; None if no LLM answers."""
     try:
         gen = llms.generate(
