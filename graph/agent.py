@@ -66,6 +66,7 @@ from graph.checkpoint import (
 from graph.compiler import build_graph
 from graph.playbook import Playbook, coerce_inputs, load_playbook, resolve_playbook_path
 from graph.services import checkpoint_path, open_services
+from managers.loop import PlaybookRun
 from nodes import AnimaContext, Services
 from nodes.quarantine import quarantine_tick
 from nodes.state import STATE_FIELDS, STATE_REDUCERS, TickState, TickValues
@@ -197,9 +198,8 @@ class Agent:
     def _pending_run(self) -> tuple[str | None, dict[str, Any] | None]:
         with self.services.managers.reading() as house:
             last = house.loop.playbook_run(self.thread_id, self.playbook.name)
-        run_id = last.get("run_id")
-        if run_id and last.get("status") == "running":
-            return run_id, last.get("inputs") or {}
+        if last.run_id and last.status == "running":
+            return last.run_id, last.inputs or {}
         return None, None
 
     def _start_payload(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -226,7 +226,7 @@ class Agent:
         self.run_id = uuid.uuid4().hex[:12]
         with self.services.managers.unit() as house:
             house.loop.set_playbook_run(
-                self.thread_id, self.playbook.name, {"run_id": self.run_id, "status": "running", "inputs": values}
+                self.thread_id, self.playbook.name, PlaybookRun(run_id=self.run_id, status="running", inputs=values)
             )
         return {**base, "run_id": self.run_id, "vars": values}
 
@@ -290,7 +290,7 @@ class Agent:
         if not self.playbook.loop:
             with self.services.managers.unit() as house:
                 house.loop.set_playbook_run(
-                    self.thread_id, self.playbook.name, {"run_id": self.run_id, "status": "done"}
+                    self.thread_id, self.playbook.name, PlaybookRun(run_id=self.run_id, status="done")
                 )
         self._runs_since_prune += 1
         # a one-shot run's thread is its own: pruned at its end; a loop's, every `prune_every` ticks on PostgreSQL

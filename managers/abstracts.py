@@ -18,15 +18,16 @@ from memory.upkeep.abstracts import Generate, build_abstract, clear_request, pen
 
 if TYPE_CHECKING:
     from managers import Managers
+    from managers.loop import ThreadCycle
 
 
 Delivery = Literal["auto", "manual"]
 AUTOMATIC_TRIGGERS = frozenset({"every_n", "goal_closed", "mode_change"})  # what manual delivery does not act on
 
 
-def delivery(cycle: dict[str, Any], settings: Any) -> Delivery:
+def delivery(cycle: ThreadCycle, settings: Any) -> Delivery:
     """The thread's delivery of abstracts: its own (abstracts.mode), else the persona's `memory.abstracts`."""
-    mode = cycle.get("abstracts_mode") or settings.memory.abstracts
+    mode = cycle.abstracts_mode or settings.memory.abstracts
     return "manual" if mode == "manual" else "auto"
 
 

@@ -44,13 +44,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from managers.people import right
+from managers.views import frozen, frozen_all
 from memory import provenance
-from memory.models import Approval, AuditEntry, Taint
 from memory.repositories.consent import canonical_args
 from memory.taint import tainted, tracking_reads
 
 if TYPE_CHECKING:
     from managers import Managers
+    from memory.models import Approval
     from persona.settings import Settings
 
 Effect = Literal["read", "write_self", "modify_self", "external"]
@@ -65,6 +66,66 @@ TRUST = "provenance.trust"  # the audit log's name for the owner trusting a row 
 
 class ApprovalError(ValueError):
     """No such approval, or it is no longer pending."""
+
+
+@dataclass(frozen=True)
+class ApprovalView:
+    """A command that waits (or waited) for the human's consent, and what became of it."""
+
+    id: int
+    created_at: datetime
+    thread_id: str
+    root_thread: str
+    tick: int
+    cmd_key: str
+    cmd_id: str
+    type: str
+    args: dict[str, Any]
+    effect: str
+    description: str
+    reason: str
+    status: str  # pending | approved | denied | executed | failed | expired
+    decided_at: datetime | None
+    decided_by: str | None
+    decision_reason: str | None
+    executed_at: datetime | None
+    result: str | None
+    provenance: list[Any]  # the untrusted text the asking tick had read
+
+
+@dataclass(frozen=True)
+class AuditView:
+    """One entry of the audit log: a request, decision or outcome for a command."""
+
+    id: int
+    created_at: datetime
+    thread_id: str | None
+    tick: int | None
+    cmd_key: str | None
+    type: str
+    effect: str | None
+    decision: str
+    actor: str
+    reason: str
+    approval_id: int | None
+    ethics: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class TaintView:
+    """A row written from untrusted text: which (tier and ref), from where, and whether the owner trusted it."""
+
+    id: int
+    tier: str
+    ref: str
+    sources: list[Any]  # provenance.Source dicts
+    thread_id: str | None
+    tick: int | None
+    created_at: datetime
+    updated_at: datetime
+    cleared_at: datetime | None
+    cleared_by: str | None
+    cleared_reason: str
 
 
 @dataclass(frozen=True)
@@ -286,7 +347,7 @@ class ConsentManager:
         root_thread: str,
         tick: int,
         now: datetime,
-    ) -> tuple[Approval, bool]:
+    ) -> tuple[ApprovalView, bool]:
         """The pending approval for a command the gate parked (an identical pending request is reused); (row, newly
         created) — the owner is told as the settings say."""
         return self.request(
@@ -458,7 +519,7 @@ class ConsentManager:
         tick: int,
         now: datetime,
         provenance: Sequence[Any] = (),
-    ) -> tuple[Approval, bool]:
+    ) -> tuple[ApprovalView, bool]:
         """The pending approval for a command (an identical pending request is reused); (row, newly created). A new
         one is audited and told in the process log."""
         repos = self.repos
@@ -496,7 +557,7 @@ class ConsentManager:
                 thread_id=thread_id,
             )
             self._tell_owner(row, now)
-        return row, created
+        return frozen(ApprovalView, row), created
 
     def _tell_owner(self, row: Approval, now: datetime) -> None:
         """The owner hears of a new approval once, on their channel (the Approvals page's badge says it too)."""
@@ -521,9 +582,9 @@ class ConsentManager:
         reason: str,
         now: datetime,
         ethics: dict[str, Any] | None = None,
-    ) -> AuditEntry:
+    ) -> AuditView:
         """One decision in the audit log (`ethics`: the ethics model an ethics decision was taken under)."""
-        return self.repos.audit.add(
+        entry = self.repos.audit.add(
             thread_id=thread_id,
             tick=tick,
             cmd_key=cmd_key,
@@ -535,12 +596,13 @@ class ConsentManager:
             created_at=now,
             ethics=ethics,
         )
+        return frozen(AuditView, entry)
 
     # -- the human's side ----------------------------------------------------------------------------------------
 
     def answer(
         self, approval_id: int, *, approve: bool, by: str, reason: str = "", now: datetime, by_person: int | None = None
-    ) -> Approval:
+    ) -> ApprovalView:
         """Approve or deny a pending approval; a denial reaches the persona's next prompt with its reason.
         ApprovalError when there is no such approval or it was decided already, or when `by_person` (someone
         answering over a channel) is not an owner — only an owner answers approvals (None: the operator's own
@@ -569,7 +631,7 @@ class ConsentManager:
         )
         if row.type == DOCUMENT_APPROVAL:
             self._settle_document(row, approve=approve, reason=reason, now=now)
-            return row
+            return frozen(ApprovalView, row)
         if not approve:
             because = f": {reason}" if reason else " (no reason given)"
             repos.processes.add(
@@ -579,7 +641,7 @@ class ConsentManager:
                 thread_id=row.thread_id,
             )
             repos.commands.set_status(row.cmd_key, "denied", f"denied by my human{because}")
-        return row
+        return frozen(ApprovalView, row)
 
     def _settle_document(self, row: Approval, *, approve: bool, reason: str, now: datetime) -> None:
         """A document someone sent over a channel (managers/channels.py), settled at once — it is no command of the
@@ -706,16 +768,16 @@ class ConsentManager:
 
     # -- rows written from untrusted text ----------------------------------------------------------------------------
 
-    def tainted(self, limit: int = 50) -> list[tuple[Taint, str]]:
+    def tainted(self, limit: int = 50) -> list[tuple[TaintView, str]]:
         """The rows written from untrusted text that still taint every prompt that shows them, newest first, each
         with what it says now."""
         taints = self.repos.taints
-        return [(row, taints.row_text(row.tier, row.ref)) for row in taints.active(limit)]
+        return [(frozen(TaintView, row), taints.row_text(row.tier, row.ref)) for row in taints.active(limit)]
 
-    def taint(self, taint_id: int) -> tuple[Taint, str] | None:
+    def taint(self, taint_id: int) -> tuple[TaintView, str] | None:
         """A row written from untrusted text, and what it says now (None: no such taint)."""
         row = self.repos.taints.get(taint_id)
-        return (row, self.repos.taints.row_text(row.tier, row.ref)) if row is not None else None
+        return (frozen(TaintView, row), self.repos.taints.row_text(row.tier, row.ref)) if row is not None else None
 
     def tainted_count(self) -> int:
         return self.repos.taints.count_active()
@@ -724,7 +786,9 @@ class ConsentManager:
         """The sources of the rows among (tier, ref) keys that were written from untrusted text."""
         return self.repos.taints.of_keys(keys)
 
-    def trust(self, taint_id: int, *, by: str, reason: str = "", now: datetime, by_person: int | None = None) -> Taint:
+    def trust(
+        self, taint_id: int, *, by: str, reason: str = "", now: datetime, by_person: int | None = None
+    ) -> TaintView:
         """The owner trusts a row written from untrusted text: it is shown as the persona's own from the next tick
         and gates nothing; kept in the audit log. ApprovalError when there is no such taint, it was trusted already,
         or `by_person` (someone over a channel) is not an owner."""
@@ -751,31 +815,33 @@ class ConsentManager:
             + (f": {reason}" if reason else ""),
             created_at=now,
         )
-        return row
+        return frozen(TaintView, row)
 
-    def get(self, approval_id: int) -> Approval | None:
-        return self.repos.approvals.get(approval_id)
+    def get(self, approval_id: int) -> ApprovalView | None:
+        row = self.repos.approvals.get(approval_id)
+        return frozen(ApprovalView, row) if row is not None else None
 
-    def pending(self, limit: int | None = None) -> list[Approval]:
+    def pending(self, limit: int | None = None) -> list[ApprovalView]:
         """Waiting approvals, oldest first."""
-        return self.repos.approvals.pending(limit)
+        return frozen_all(ApprovalView, self.repos.approvals.pending(limit))
 
     def pending_count(self) -> int:
         return len(self.repos.approvals.pending())
 
-    def listing(self, status: str | None = "pending", limit: int = 50) -> list[Approval]:
+    def listing(self, status: str | None = "pending", limit: int = 50) -> list[ApprovalView]:
         """Approvals of one status (pending: oldest first; others newest first), or all (None) newest first."""
         if status == "pending":
-            return self.repos.approvals.pending(limit)
-        return self.repos.approvals.list(status=status, limit=limit)
+            return frozen_all(ApprovalView, self.repos.approvals.pending(limit))
+        return frozen_all(ApprovalView, self.repos.approvals.list(status=status, limit=limit))
 
-    def decided(self, limit: int) -> list[Approval]:
+    def decided(self, limit: int) -> list[ApprovalView]:
         """The latest decided approvals, newest first."""
-        return [a for a in self.repos.approvals.list(limit=limit * 2) if a.status != "pending"][:limit]
+        rows = [a for a in self.repos.approvals.list(limit=limit * 2) if a.status != "pending"][:limit]
+        return frozen_all(ApprovalView, rows)
 
-    def audit_log(self, limit: int) -> list[AuditEntry]:
+    def audit_log(self, limit: int) -> list[AuditView]:
         """The latest audit entries, oldest first."""
-        return list(self.repos.audit.recent(limit))
+        return frozen_all(AuditView, self.repos.audit.recent(limit))
 
-    def audit_of(self, approval_id: int) -> list[AuditEntry]:
-        return list(self.repos.audit.for_approval(approval_id))
+    def audit_of(self, approval_id: int) -> list[AuditView]:
+        return frozen_all(AuditView, self.repos.audit.for_approval(approval_id))

@@ -7,13 +7,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from managers.records import Record, read
 from memory import provenance
+from memory.repositories.config import DREAM_APPLIED_KEY
 from memory.taint import tainted
 from persona.dreaming import apply_dream as apply_dream_output
 from persona.dreaming import choose_level, gather_material
 
 if TYPE_CHECKING:
     from managers import Managers
+
+
+class AppliedDream(Record):
+    """The last dream run whose answer was written (the `dreams/last_applied` key): a resumed run never writes twice."""
+
+    run: str | None = None
+    outcome: dict[str, Any] = {}
 
 
 class DreamManager:
@@ -51,9 +60,9 @@ class DreamManager:
     ) -> dict[str, Any]:
         """The dream's output written (what it writes keeps its material's provenance), once for `run`; the outcome
         (the one already applied, when this run's was)."""
-        done = self.repos.config.last_applied_dream
-        if done.get("run") == run:  # this step already committed before a kill: do not apply the dream twice
-            return dict(done.get("outcome") or {})
+        done = read(AppliedDream, self.repos.config.last_applied_dream, DREAM_APPLIED_KEY)
+        if done.run == run:  # this step already committed before a kill: do not apply the dream twice
+            return dict(done.outcome)
         with tainted(self.repos.session, list(material.get("sources") or []), thread_id=thread_id, tick=tick):
             outcome = apply_dream_output(
                 self.repos,
@@ -64,7 +73,7 @@ class DreamManager:
                 newest_message_id=int(material["newest_message_id"]),
             )
         result = outcome.as_dict()
-        self.repos.config.last_applied_dream = {"run": run, "outcome": result}
+        self.repos.config.last_applied_dream = AppliedDream(run=run, outcome=result).stored()
         self.repos.processes.add(
             "dream", describe(result), status="close" if outcome.status == "applied" else "warning", thread_id=thread_id
         )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from managers.views import frozen, frozen_all
 from persona.drives import (
     Drives,
     adjust_drive,
@@ -20,7 +21,6 @@ from persona.drives import (
 
 if TYPE_CHECKING:
     from managers import Managers
-    from memory.models import OpenQuestion
     from persona.settings import DriveSettings
 
 MAX_OFFERS_KEPT = 20  # the reach-out offers remembered (the newest)
@@ -55,6 +55,21 @@ class Stock:
     purged: int
     offer: dict[str, Any] | None
     why_not: str | None
+
+
+@dataclass(frozen=True)
+class OpenQuestionView:
+    """What the persona wants to know (the source of its curiosity drive), and how it was answered."""
+
+    id: int
+    topic: str
+    context: str
+    priority: float  # 0..1
+    source: str  # dream | command | conversation
+    status: str  # open | resolved
+    resolution: str | None
+    created_at: datetime
+    resolved_at: datetime | None
 
 
 class InnerLifeManager:
@@ -215,18 +230,18 @@ class InnerLifeManager:
 
     # -- open questions ------------------------------------------------------------------------------------------------
 
-    def questions(self, limit: int = 200) -> builtins.list[OpenQuestion]:
-        return list(self.repos.questions.list(limit))
+    def questions(self, limit: int = 200) -> builtins.list[OpenQuestionView]:
+        return frozen_all(OpenQuestionView, self.repos.questions.list(limit))
 
-    def question(self, question_id: int) -> OpenQuestion:
+    def question(self, question_id: int) -> OpenQuestionView:
         """The question (NotFound if there is none)."""
-        return self.repos.questions.get(question_id)
+        return frozen(OpenQuestionView, self.repos.questions.get(question_id))
 
-    def resolve_question(self, question_id: int, resolution: str, now: datetime) -> OpenQuestion:
-        return self.repos.questions.resolve(question_id, resolution, now)
+    def resolve_question(self, question_id: int, resolution: str, now: datetime) -> OpenQuestionView:
+        return frozen(OpenQuestionView, self.repos.questions.resolve(question_id, resolution, now))
 
     def delete_question(self, question_id: int) -> None:
         self.repos.questions.purge(question_id)
 
 
-__all__ = ["MAX_OFFERS_KEPT", "Felt", "InnerLifeManager", "Stock", "ToSettle"]
+__all__ = ["MAX_OFFERS_KEPT", "Felt", "InnerLifeManager", "OpenQuestionView", "Stock", "ToSettle"]

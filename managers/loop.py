@@ -6,10 +6,11 @@ for the Controls page.
 
 A thread's cycle settings — the pause between ticks, how many recent responses it sees, the notes mode, idle
 (sleeping without model calls until something wakes it), the context mode (standard, concentration, meditation) and
-the manual skills read for the next prompts — live in the `config` table (`repos.config.cycle`), written in the
-caller's transaction (for a command: the same one as its exactly-once record); the loop driver and prepare_context
-read them every tick. The persona changes them with its `cycle.*` and `skills.read` commands; the loop driver wakes
-an idle thread (`wake_if_due`).
+the manual skills read for the next prompts — live in the `config` table (`repos.config.cycle`), read and written
+as one typed record (`ThreadCycle`, through `cycle` and `update_cycle`; a stored value it cannot take gives the
+defaults and is logged: managers/records.py), in the caller's transaction (for a command: the same one as its
+exactly-once record); the loop driver and prepare_context read them every tick. The persona changes them with its
+`cycle.*` and `skills.read` commands; the loop driver wakes an idle thread (`wake_if_due`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,21 @@ import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import Field, ValidationError
+
+from managers.records import Record, read, read_list
+from memory.repositories.config import (
+    CYCLE_PREFIX,
+    LINEAGE_CHILDREN_KEY,
+    LOOP_CONTROL_KEY,
+    LOOP_STATUS_KEY,
+    PLAYBOOK_RUN_PREFIX,
+    WAKE_REQUEST_KEY,
+)
 from memory.upkeep.abstracts import request_abstract
+from persona.settings import NotesFilter
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -31,20 +44,77 @@ if TYPE_CHECKING:
 
 ContextMode = Literal["standard", "concentration", "meditation"]
 Wanted = Literal["running", "paused", "stopped"]
-SKILLS_LOADED_KEY = "skills_loaded"  # in the thread's cycle settings: [{name, until_tick}]
 
 
 class LoopError(ValueError):
     """A loop setting refused (nothing would wake an idle thread, no such process)."""
 
 
-def loop_alive(loop: Mapping[str, Any]) -> bool | None:
+class LoopControl(Record):
+    """What the human asked of the loop (the `run/control` key); running unless asked otherwise."""
+
+    want: Wanted = "running"
+    by: str | None = None
+    at: datetime | None = None
+
+
+class LoopReport(Record):
+    """What the loop last said it does (the `run/status` key): its state, thread and tick, and which process."""
+
+    state: str = "unknown"  # running | paused | idle | stopped | dreaming …
+    thread: str | None = None
+    tick: int | None = None
+    pid: int | None = None
+    host: str | None = None
+    at: datetime | None = None
+
+
+class WakeRequest(Record):
+    """The human's last "Wake up" to a dreaming persona (the `run/wake` key)."""
+
+    by: str | None = None
+    at: datetime | None = None
+
+
+class PlaybookRun(Record):
+    """A playbook's last run on a thread (the `run/<thread>/<playbook>` key): a one-shot run resumes a run that was
+    cut while running, with its inputs."""
+
+    run_id: str | None = None
+    status: str | None = None  # running | done | woken
+    inputs: dict[str, Any] | None = None
+
+
+class LineageChild(Record):
+    """A child persona spawned from this one (the `lineage/children` list): where it lives, and once it was met, its
+    DID and the port it is served on (graph/loop/children.py starts it beside the loop)."""
+
+    name: str
+    mode: str | None = None  # clone | trained | newborn
+    persona_dir: str | None = None
+    database: str | None = None
+    spawned_at: str | None = None
+    did: str | None = None
+    port: int | None = None
+    data_dir: str | None = None
+    db_name: str | None = None  # a PostgreSQL child's database (never its URL: that holds a password)
+
+
+@dataclass(frozen=True)
+class LoopState:
+    """What is wanted of the loop, and what the loop last reported."""
+
+    control: LoopControl
+    loop: LoopReport
+
+
+def loop_alive(loop: LoopReport) -> bool | None:
     """Whether the process that last reported is still there (None: it runs on another machine, or never ran)."""
-    pid = loop.get("pid")
-    if not pid or loop.get("host") != socket.gethostname():
+    pid = loop.pid
+    if not pid or loop.host != socket.gethostname():
         return None
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -52,9 +122,49 @@ def loop_alive(loop: Mapping[str, Any]) -> bool | None:
     return True
 
 
-def context_mode(cycle: Mapping[str, Any]) -> str:
+class LoadedSkill(Record):
+    """A manual skill read with skills.read: shown in the prompts up to its tick."""
+
+    name: str
+    until_tick: int = 0
+
+
+class IdleState(Record):
+    """A thread asleep without model calls (cycle.idle), and what wakes it."""
+
+    since_tick: int = 0
+    wake_on_note: bool = True
+    note_filter: dict[str, Any] = Field(default_factory=dict)  # source, tags, contains, min_priority
+    after_note: int = 0  # with a filter, only notes newer than this one wake it
+    process: str | int | None = None  # a process log id or name
+    task: int | None = None
+    timeout_s: float | None = None
+    since: datetime | None = None
+    thread: str | None = None
+
+
+class ThreadCycle(Record):
+    """A thread's own cycle settings (the `cycle/<thread>` key): what the persona's cycle.*, notes.*, skills.read and
+    abstracts.mode commands chose for it, over config.yaml's `cycle` (None: the setting holds)."""
+
+    pause_s: float | None = Field(None, ge=0)
+    responses: int | None = Field(None, ge=0)
+    notes_mode: Literal["auto", "manual"] | None = None
+    notes_min_priority: int | None = None  # an older version's filter: only the minimum priority
+    notes_filter: NotesFilter | None = None
+    idle: IdleState | None = None
+    context_mode: ContextMode | None = None
+    focus_tags: list[str] = Field(default_factory=list)
+    focus_emotions: list[str] = Field(default_factory=list)
+    focus_logic: Literal["and", "or"] = "or"
+    diversity_boost: float | None = None  # meditation's (from memory_manager.diversity_boost when not its own)
+    abstracts_mode: Literal["auto", "manual"] | None = None
+    skills_loaded: list[LoadedSkill] = Field(default_factory=list)
+
+
+def context_mode(cycle: ThreadCycle) -> str:
     """The context mode a thread's cycle settings name (standard when none)."""
-    return str(cycle.get("context_mode") or "standard")
+    return cycle.context_mode or "standard"
 
 
 # a thread's cycle settings (the persona's cycle.pause, cycle.responses, notes.mode …) over config.yaml's `cycle`
@@ -147,12 +257,13 @@ class LoopManager:
         )
         return OpenedTick(thread_id, tick, dict(started.summary or {}), rows, closed, tuple(p.id for p in timed_out))
 
-    def playbook_run(self, thread_id: str, playbook: str) -> dict[str, Any]:
-        """The playbook's last run on the thread (run_id, status, inputs), or {}."""
-        return dict(self.repos.config.playbook_run(thread_id, playbook) or {})
+    def playbook_run(self, thread_id: str, playbook: str) -> PlaybookRun:
+        """The playbook's last run on the thread (none: an empty record; what cannot be read: the same, logged)."""
+        stored = self.repos.config.playbook_run(thread_id, playbook)
+        return read(PlaybookRun, stored, f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}")
 
-    def set_playbook_run(self, thread_id: str, playbook: str, run: dict[str, Any]) -> None:
-        self.repos.config.set_playbook_run(thread_id, playbook, run)
+    def set_playbook_run(self, thread_id: str, playbook: str, run: PlaybookRun) -> None:
+        self.repos.config.set_playbook_run(thread_id, playbook, run.stored())
 
     def log(self, name: str, text: str, *, status: str, thread_id: str | None = None) -> None:
         """A line in the process log the next prompt shows (a dream that failed or ended, a child that started)."""
@@ -214,89 +325,99 @@ class LoopManager:
             talking_minutes=settings.conversation.active_minutes,
         )
 
-    def lineage_children(self) -> list[dict[str, Any]]:
-        """The children this persona spawned (managers/spawn.py), as their entries were kept."""
-        return list(self.repos.config.lineage_children)
+    def lineage_children(self) -> list[LineageChild]:
+        """The children this persona spawned (managers/spawn.py), as their entries were kept (one that cannot be read
+        is left out, logged)."""
+        return read_list(LineageChild, self.repos.config.lineage_children, LINEAGE_CHILDREN_KEY)
+
+    def control(self) -> LoopControl:
+        """What the human asked of the loop (what cannot be read: running, logged)."""
+        return read(LoopControl, self.repos.config.loop_control, LOOP_CONTROL_KEY)
 
     def wanted(self) -> Wanted:
         """What the human wants of the loop (running unless asked otherwise)."""
-        return cast(Wanted, (self.repos.config.loop_control or {}).get("want", "running"))
+        return self.control().want
 
-    def request_state(self, want: Wanted, *, by: str, now: datetime) -> dict[str, Any]:
+    def request_state(self, want: Wanted, *, by: str, now: datetime) -> LoopControl:
         """Ask the loop to run, pause or stop (it obeys between ticks)."""
-        value = {"want": want, "by": by, "at": now.isoformat()}
-        self.repos.config.loop_control = value
-        return value
+        control = LoopControl(want=want, by=by, at=now)
+        self.repos.config.loop_control = control.stored()
+        return control
+
+    def report(self) -> LoopReport:
+        """What the loop last reported (nothing yet, or what cannot be read: unknown, logged)."""
+        return read(LoopReport, self.repos.config.loop_status, LOOP_STATUS_KEY)
 
     def record_status(
         self, state: str, *, now: datetime, thread: str, tick: int | None = None, pid: int | None = None
     ) -> None:
         """What the loop does now (the loop itself reports it)."""
-        self.repos.config.loop_status = {
-            "state": state,
-            "thread": thread,
-            "tick": tick,
-            "pid": pid,
-            "host": socket.gethostname(),
-            "at": now.isoformat(),
-        }
+        report = LoopReport(state=state, thread=thread, tick=tick, pid=pid, host=socket.gethostname(), at=now)
+        self.repos.config.loop_status = report.stored()
 
-    def request_wake(self, *, by: str, now: datetime) -> dict[str, Any]:
+    def wake_request(self) -> WakeRequest:
+        """The human's last "Wake up" (`at` None: never, or what cannot be read, logged)."""
+        return read(WakeRequest, self.repos.config.wake_request, WAKE_REQUEST_KEY)
+
+    def request_wake(self, *, by: str, now: datetime) -> WakeRequest:
         """Ask a dreaming persona to wake up (the loop ends the dream at its next model call)."""
-        value = {"by": by, "at": now.isoformat()}
-        self.repos.config.wake_request = value
-        return value
+        asked = WakeRequest(by=by, at=now)
+        self.repos.config.wake_request = asked.stored()
+        return asked
 
     def woken_since(self, since: datetime, notes_after: int) -> str | None:
         """Why a dream begun at `since` should end now: the human's "Wake up", or a note newer than `notes_after`."""
-        asked = self.repos.config.wake_request
-        if asked and datetime.fromisoformat(asked["at"]) >= since:
-            return f"woken up by {asked.get('by') or 'the human'}"
+        asked = self.wake_request()
+        if asked.at is not None and asked.at >= since:
+            return f"woken up by {asked.by or 'the human'}"
         if self.repos.notes.human_after(notes_after, limit=1):
             return "woken up by a note from the human"
         return None
 
-    def status(self) -> dict[str, Any]:
-        """{"control": what is wanted, "loop": what the loop last reported}."""
-        return {
-            "control": self.repos.config.loop_control or {"want": "running"},
-            "loop": self.repos.config.loop_status or {},
-        }
+    def status(self) -> LoopState:
+        """What is wanted of the loop, and what the loop last reported."""
+        return LoopState(self.control(), self.report())
 
     def running_thread(self) -> str:
         """The thread the loop last reported running ("main" when none did)."""
-        return str((self.status()["loop"] or {}).get("thread") or "main")
+        return self.report().thread or "main"
 
     # -- a thread's cycle settings -----------------------------------------------------------------------------------
 
-    def cycle(self, thread_id: str) -> dict[str, Any]:
-        """The thread's cycle settings as stored (a copy: change them with `update_cycle`)."""
-        return self.repos.config.cycle(thread_id)
+    def cycle(self, thread_id: str) -> ThreadCycle:
+        """The thread's cycle settings as stored (what cannot be read: the defaults, logged; change them with
+        `update_cycle`)."""
+        return read(ThreadCycle, self.repos.config.cycle(thread_id), CYCLE_PREFIX + thread_id)
 
-    def update_cycle(self, thread_id: str, **changes: Any) -> dict[str, Any]:
-        """Store `changes` over the thread's cycle settings; the settings now."""
-        cycle = self.cycle(thread_id)
-        cycle.update(changes)
-        self.repos.config.set_cycle(thread_id, cycle)
+    def update_cycle(self, thread_id: str, **changes: Any) -> ThreadCycle:
+        """Store `changes` over the thread's cycle settings; the settings now. LoopError when the record cannot take
+        them (nothing is stored)."""
+        try:
+            cycle = self.cycle(thread_id).changed(**changes)
+        except ValidationError as exc:
+            raise LoopError(f"cycle settings refused: {exc}") from None
+        self.repos.config.set_cycle(thread_id, cycle.stored())
         return cycle
 
     def cycle_overrides(self, thread_id: str) -> list[tuple[str, Any]]:
         """The settings the thread's own cycle settings override (the persona's cycle.* commands, stored per thread):
         (setting name, the thread's value), for `run.py config show`."""
-        cycle = self.cycle(thread_id)
+        cycle = self.cycle(thread_id).stored()
         return [(setting, cycle[key]) for key, setting in CYCLE_OVERRIDES.items() if cycle.get(key) is not None]
 
-    def context_cycle(self, thread_id: str, settings: Settings | None = None) -> dict[str, Any]:
+    def context_cycle(self, thread_id: str, settings: Settings | None = None) -> ThreadCycle:
         """The thread's cycle settings for its prompt. Without a context mode of its own (cycle.concentration /
         cycle.meditation), a `memory_manager.mode` of concentration or meditation sets it; `diversity_boost` shapes
         meditation."""
         settings = settings if settings is not None else self.settings
         cycle = self.cycle(thread_id)
         manager_mode = settings.memory_manager.mode
-        if not cycle.get("context_mode") and manager_mode in ("concentration", "meditation"):
-            cycle["context_mode"] = manager_mode
-        cycle.setdefault("diversity_boost", settings.memory_manager.diversity_boost)
-        return cycle
+        changes: dict[str, Any] = {}
+        if not cycle.context_mode and manager_mode in ("concentration", "meditation"):
+            changes["context_mode"] = manager_mode
+        if cycle.diversity_boost is None:
+            changes["diversity_boost"] = settings.memory_manager.diversity_boost
+        return cycle.model_copy(update=changes) if changes else cycle
 
     # -- what the persona sets (cycle.*) -------------------------------------------------------------------------
 
@@ -313,14 +434,14 @@ class LoopManager:
         it): given, it replaces the thread's (an empty one lifts it); `min_priority` alone sets only that condition of
         the thread's filter; a mode given alone keeps the filter."""
         changes: dict[str, Any] = {"notes_mode": mode, "notes_min_priority": min_priority}
-        stored = self.cycle(thread_id).get("notes_filter")
+        stored = self.cycle(thread_id).notes_filter
         if note_filter is not None:
             wanted = {k: v for k, v in note_filter.items() if v not in (None, [], "")}
             if min_priority is not None:
                 wanted.setdefault("min_priority", min_priority)
             changes["notes_filter"] = wanted
-        elif min_priority is not None and isinstance(stored, Mapping):
-            changes["notes_filter"] = {**stored, "min_priority": min_priority}
+        elif min_priority is not None and stored is not None:
+            changes["notes_filter"] = {**stored.model_dump(mode="json"), "min_priority": min_priority}
         self.update_cycle(thread_id, **changes)
 
     def idle_off(self, thread_id: str) -> None:
@@ -385,7 +506,7 @@ class LoopManager:
         focus_logic: str | None = None,
     ) -> None:
         """Change the thread's context mode (with the focus of a concentration); a change is an abstract trigger."""
-        old = self.cycle(thread_id).get("context_mode") or "standard"
+        old = self.cycle(thread_id).context_mode or "standard"
         focus: dict[str, Any] = {}
         if mode == "concentration":
             focus = {
@@ -400,23 +521,23 @@ class LoopManager:
     def load_skill(self, thread_id: str, name: str, *, tick: int, ticks: int) -> None:
         """Show the manual skill `name` in the thread's next `ticks` prompts (skills.read)."""
         loaded = [
-            entry
-            for entry in self.cycle(thread_id).get(SKILLS_LOADED_KEY) or []
-            if entry.get("name") != name and int(entry.get("until_tick", 0)) > tick
+            entry.stored()
+            for entry in self.cycle(thread_id).skills_loaded
+            if entry.name != name and entry.until_tick > tick
         ]
         loaded.append({"name": name, "until_tick": tick + ticks})
-        self.update_cycle(thread_id, **{SKILLS_LOADED_KEY: loaded})
+        self.update_cycle(thread_id, skills_loaded=loaded)
 
     # -- what the loop asks ----------------------------------------------------------------------------------------
 
-    def wake_reason(self, idle: Mapping[str, Any], now: datetime) -> str | None:
+    def wake_reason(self, idle: IdleState, now: datetime) -> str | None:
         """Why an idle thread wakes now (a matching note, a process or task cycle finished, a background job of the
         thread ended, an approval answered, the timeout), or None."""
         repos = self.repos
-        if idle.get("wake_on_note", True):
-            wanted = idle.get("note_filter") or {}
+        if idle.wake_on_note:
+            wanted = idle.note_filter
             for note in repos.notes.unread_incoming(limit=50, min_priority=wanted.get("min_priority")):
-                if note.id <= int(idle.get("after_note") or 0) and wanted:
+                if note.id <= idle.after_note and wanted:
                     continue
                 if wanted.get("source") and note.source != wanted["source"]:
                     continue
@@ -425,7 +546,7 @@ class LoopManager:
                 if wanted.get("contains") and str(wanted["contains"]).lower() not in note.text.lower():
                     continue
                 return f"note {note.id} from {note.source}"
-        process = idle.get("process")
+        process = idle.process
         if process is not None:
             row = (
                 repos.processes.get(int(process))
@@ -434,26 +555,26 @@ class LoopManager:
             )
             if row is not None and row.status not in ("in_progress", "pending"):
                 return f"process {row.id} {row.name} finished ({row.status})"
-        if idle.get("thread") and idle.get("since"):  # a script or a question to another model came back
-            done = repos.processes.finished_since(idle["thread"], datetime.fromisoformat(idle["since"]))
+        since = idle.since
+        if idle.thread and since:  # a script or a question to another model came back
+            done = repos.processes.finished_since(idle.thread, since)
             if done:
                 return f"process {done[0].id} {done[0].name} finished ({done[0].status})"
-        if idle.get("task") is not None:
-            task = repos.tasks.get(int(idle["task"]))
+        if idle.task is not None:
+            task = repos.tasks.get(idle.task)
             if task.repl_status != "running":
                 return f"task {task.id}'s sub-cycle ended ({task.repl_status or 'not started'})"
-        timeout, since = idle.get("timeout_s"), idle.get("since")
-        answered = repos.approvals.decided_since(datetime.fromisoformat(since)) if since else []
+        answered = repos.approvals.decided_since(since) if since else []
         if answered:
             return f"my human answered approval {answered[0].id} ({answered[0].status})"
-        if timeout and since and (now - datetime.fromisoformat(since)).total_seconds() >= float(timeout):
-            return f"timeout of {float(timeout):g}s"
+        if idle.timeout_s and since and (now - since).total_seconds() >= idle.timeout_s:
+            return f"timeout of {idle.timeout_s:g}s"
         return None
 
     def wake_if_due(self, thread_id: str, now: datetime) -> bool:
         """Whether the thread runs its next tick: not idle, or idle and woken now (the wake is recorded)."""
-        idle = self.cycle(thread_id).get("idle")
-        if not idle:
+        idle = self.cycle(thread_id).idle
+        if idle is None:
             return True
         reason = self.wake_reason(idle, now)
         if reason:
@@ -462,14 +583,14 @@ class LoopManager:
         return reason is not None
 
 
-def loaded_skills(cycle: Mapping[str, Any], persona: Persona, tick: int, limit: int) -> list[str]:
+def loaded_skills(cycle: ThreadCycle, persona: Persona, tick: int, limit: int) -> list[str]:
     """The bodies of the manual skills read for this tick (`LoopManager.load_skill`), each cut to `limit`
     characters."""
     by_name = {s.name: s for s in persona.skills}
     out = []
-    for entry in cycle.get(SKILLS_LOADED_KEY) or []:
-        skill = by_name.get(entry.get("name"))
-        if skill is None or int(entry.get("until_tick", 0)) < tick:
+    for entry in cycle.skills_loaded:
+        skill = by_name.get(entry.name)
+        if skill is None or entry.until_tick < tick:
             continue
         body = skill.body.strip()
         if len(body) > limit:

@@ -24,8 +24,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from managers.views import frozen_all
 from memory.knowledge import Ingested, KnowledgeError, ingest
-from memory.models import MemoryChange
 from memory.repositories import ArchivedRow, NotFound
 from memory.retrieval.index import Hit, Query
 from memory.tiers import (
@@ -92,6 +92,20 @@ class KBDocumentView:
     title: str
     chunks: int
     chars: int
+
+
+@dataclass(frozen=True)
+class ChangeView:
+    """One change of a memory tier's row: who, when, and the row before and after."""
+
+    id: int
+    at: datetime
+    tier: str
+    ref: str
+    action: str  # create | update | archive | restore | delete
+    actor: str  # human | persona | dream | upkeep | system | peer
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
 
 
 class MemoryManager:
@@ -163,11 +177,13 @@ class MemoryManager:
         actor: str | None = None,
         limit: int = 50,
         before_id: int | None = None,
-    ) -> builtins.list[MemoryChange]:
+    ) -> builtins.list[ChangeView]:
         """Changes, newest first: of one row (tier + ref), one tier, or all."""
         if tier is not None:
             tier_of(tier)
-        return self.repos.history.list(tier=tier, ref=ref, actor=actor, limit=limit, before_id=before_id)
+        return frozen_all(
+            ChangeView, self.repos.history.list(tier=tier, ref=ref, actor=actor, limit=limit, before_id=before_id)
+        )
 
     # ---- writing -----------------------------------------------------------------------------------------------
 

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from managers.conversation import Words
+from managers.records import Record, read
 from memory.models import MeshContainer, MeshRefusal
 from memory.note_kinds import Door
+from memory.repositories.config import MESH_CONNECTIVITY_KEY
 from memory.repositories.peers import MET
 from memory.secrets import FileSecretStore, SealedSecretStore, SecretStore, deployment_key
 from persona.settings import MeshSettings
@@ -75,6 +77,16 @@ NOTE_TEXT = 8000  # a distributed note's text at most
 NOTE_MARKS = 12  # mentions (and hashtags) a distributed note carries at most
 EXCHANGED = frozenset({"ethics_case", "claim", "goal", "goal_status", *OFFERS})  # told to the persona (exchange.py)
 LINKS_SENT = 20  # a concept's links a CogSync container carries at most (the schema's bound)
+
+
+class MeshConnectivity(Record):
+    """Whether the mesh door reaches a peer, as it last said (the `mesh/connectivity` key)."""
+
+    isolated: bool = False
+    since: datetime | None = None  # when it said so
+    peers: int = 0
+    door: str | None = None  # running | not_started (None: it never said)
+    isolated_since: datetime | None = None  # when the isolation began
 
 
 @dataclass(frozen=True)
@@ -706,32 +718,28 @@ class MeshManager:
         return True
 
     # ---- Isolated Mode and Emergency Consensus -------------------------------------------------------------------
-    def connectivity(self) -> dict[str, Any]:
-        """What the door last said ({} if it never ran): isolated, since when, how many peers, the door's state."""
-        return self.house.repos.config.mesh_connectivity
+    def connectivity(self) -> MeshConnectivity:
+        """What the door last said (`door` None: it never ran, or what it said cannot be read — logged): isolated,
+        since when, how many peers, the door's state."""
+        return read(MeshConnectivity, self.house.repos.config.mesh_connectivity, MESH_CONNECTIVITY_KEY)
 
     def isolated(self) -> bool:
         """Whether the persona is in Isolated Mode: its mesh is on and the door said no peer is reachable (or that it
         could not start)."""
-        return self.settings.enabled and bool(self.connectivity().get("isolated"))
+        return self.settings.enabled and self.connectivity().isolated
 
     def record_connectivity(self, *, isolated: bool, peers: int = 0, door: str = "running") -> bool:
         """The door's word on whether a peer is reachable; stored when it changed (True). When the mesh comes back,
         the decisions taken alone since the isolation began are put up for review: a system note names them."""
         now = self.house.deps.clock()
         before = self.connectivity()
-        if before and bool(before.get("isolated")) == isolated and before.get("door") == door:
+        if before.door is not None and before.isolated == isolated and before.door == door:
             return False
-        began = now.isoformat() if isolated and not before.get("isolated") else before.get("isolated_since")
-        self.house.repos.config.mesh_connectivity = {
-            "isolated": isolated,
-            "since": now.isoformat(),
-            "peers": peers,
-            "door": door,
-            "isolated_since": began,
-        }
-        if before.get("isolated") and not isolated and isinstance(began, str):
-            self._review(datetime.fromisoformat(began), now)
+        began = now if isolated and not before.isolated else before.isolated_since
+        state = MeshConnectivity(isolated=isolated, since=now, peers=peers, door=door, isolated_since=began)
+        self.house.repos.config.mesh_connectivity = state.stored()
+        if before.isolated and not isolated and began is not None:
+            self._review(began, now)
         return True
 
     def emergency_decision(

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
 
 from memory.models import Note
 from memory.note_kinds import OWN_SOURCES, OWNER_SOURCES, NoteSource
@@ -29,6 +27,7 @@ from persona.settings import NotesFilter
 
 if TYPE_CHECKING:
     from managers import Managers
+    from managers.loop import ThreadCycle
     from persona.settings import Settings
 
 PUBLIC = "public"  # the tag of a note this persona shared with its friends
@@ -36,7 +35,6 @@ MENTION = re.compile(r"(?<![\w@])@([\w.-]{1,60})")
 HASHTAG = re.compile(r"(?<![\w#&])#(\w[\w-]{0,59})")
 
 
-FILTER_KEY = "notes_filter"  # in a thread's cycle settings: the filter cycle.mode set (NotesFilter's fields)
 SCAN_FACTOR = 3  # notes read per note shown when a mention must be checked to its end
 CLEANUP_MAX = 2000  # notes a cleanup hides at once (the next one goes on)
 
@@ -55,16 +53,13 @@ class Incoming:
         return max(0, self.unread - len(self.notes))
 
 
-def notes_filter(cycle: Mapping[str, Any], settings: Settings) -> NotesFilter:
+def notes_filter(cycle: ThreadCycle, settings: Settings) -> NotesFilter:
     """The filter in force for a thread: the one its cycle settings hold (cycle.mode), else config.yaml's
-    `cycle.notes_filter`; an older cycle's `notes_min_priority` still counts."""
-    stored = cycle.get(FILTER_KEY)
-    try:
-        wanted = NotesFilter.model_validate(stored) if isinstance(stored, Mapping) else (settings.cycle.notes_filter)
-    except ValidationError:  # written by an older version: the configured one holds
-        wanted = settings.cycle.notes_filter
-    if wanted.min_priority is None and cycle.get("notes_min_priority") is not None:
-        wanted = wanted.model_copy(update={"min_priority": int(cycle["notes_min_priority"])})
+    `cycle.notes_filter` (so too when the thread's could not be read: managers/records.py); an older cycle's
+    `notes_min_priority` still counts."""
+    wanted = cycle.notes_filter if cycle.notes_filter is not None else settings.cycle.notes_filter
+    if wanted.min_priority is None and cycle.notes_min_priority is not None:
+        wanted = wanted.model_copy(update={"min_priority": cycle.notes_min_priority})
     return wanted
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from managers.views import frozen, frozen_all
 from memory.models import ContactRequest, PeopleGroup, Person, PersonIdentity
 from memory.repositories import NotFound
 from persona.quiet_hours import in_quiet_hours, parse_hours
@@ -93,6 +94,24 @@ class PersonView:
             "last_channel": self.last_channel,
             "groups": list(self.groups),
         }
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """A named group of the persona's humans."""
+
+    id: int
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class MemberView:
+    """A person as a group lists them."""
+
+    id: int
+    name: str
+    role: str
 
 
 @dataclass(frozen=True)
@@ -284,29 +303,36 @@ class PeopleManager:
 
     # -- groups (HMP `users_group`) ---------------------------------------------------------------------------------
 
-    def groups(self) -> builtins.list[tuple[PeopleGroup, builtins.list[Person]]]:
+    def groups(self) -> builtins.list[tuple[GroupView, builtins.list[MemberView]]]:
         """Every group with its members."""
-        return [(g, self.repos.people.members(g.id)) for g in self.repos.people.groups()]
+        return [
+            (frozen(GroupView, g), frozen_all(MemberView, self.repos.people.members(g.id)))
+            for g in self.repos.people.groups()
+        ]
 
-    def group(self, name: str) -> PeopleGroup:
+    def _group(self, name: str) -> PeopleGroup:
         found = self.repos.people.group(name)
         if found is None:
             raise NotFound(f"no group named {name!r} (users.groups shows them)")
         return found
 
-    def add_group(self, name: str, description: str = "") -> PeopleGroup:
+    def group(self, name: str) -> GroupView:
+        return frozen(GroupView, self._group(name))
+
+    def add_group(self, name: str, description: str = "") -> GroupView:
         name = " ".join(str(name).split())
         if not GROUP_NAME.match(name):
             raise PeopleError("a group's name is 1 to 120 letters, digits, spaces, '.', '-' or \"'\"")
         if self.repos.people.group(name) is not None:
             raise PeopleError(f"there is already a group named {name!r}")
-        return self.repos.people.add_group(name, str(description)[:2000])
+        return frozen(GroupView, self.repos.people.add_group(name, str(description)[:2000]))
 
-    def delete_group(self, name: str) -> PeopleGroup:
+    def delete_group(self, name: str) -> GroupView:
         """The group goes; its members stay who they are."""
-        group = self.group(name)
+        group = self._group(name)
+        gone = frozen(GroupView, group)
         self.repos.people.delete_group(group)
-        return group
+        return gone
 
     def join(self, who: str | int, group: str) -> bool:
         """The person into the group (True: they were not in it)."""

@@ -18,8 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
+from managers.records import Record, read_list
+from memory.repositories.config import PERSONA_EDITS_KEY
 from memory.upkeep.abstracts import request_abstract
 
 log = logging.getLogger(__name__)
@@ -31,7 +33,9 @@ if TYPE_CHECKING:
 EDITS_KEPT = 200
 
 
-class PersonaEdit(TypedDict):
+class PersonaEdit(Record):
+    """One of the human's edits of the persona's files (the `human/persona_edits` list, newest last)."""
+
     at: str
     what: str
     by: str
@@ -66,9 +70,8 @@ class PersonaManager:
         """Tell the persona (its running thread's process log, read once) and keep the edit in the history."""
         thread = self._house.loop.running_thread()
         self.repos.processes.add("persona.edited", f"my human edited {what}", status="ok", thread_id=thread)
-        edits = self.repos.config.persona_edits
-        edits.append({"at": now.isoformat(), "what": what, "by": by})
-        self.repos.config.persona_edits = edits[-EDITS_KEPT:]
+        edits = [*self._edits(), PersonaEdit(at=now.isoformat(), what=what, by=by)]
+        self.repos.config.persona_edits = [edit.stored() for edit in edits[-EDITS_KEPT:]]
         self.commit_files(f"{what} (by {by})")
 
     # -- its files' history: a Git repository of their own (reach/git.py) ------------------------------------------
@@ -114,11 +117,12 @@ class PersonaManager:
 
         return [c.line() for c in git_log(folder, n, file)]
 
+    def _edits(self) -> list[PersonaEdit]:
+        return read_list(PersonaEdit, self.repos.config.persona_edits, PERSONA_EDITS_KEY)
+
     def edits(self, limit: int = 20) -> list[PersonaEdit]:
-        """The human's latest edits, newest first."""
-        return [PersonaEdit(at=e["at"], what=e["what"], by=e["by"]) for e in reversed(self.repos.config.persona_edits)][
-            :limit
-        ]
+        """The human's latest edits, newest first (one that cannot be read is left out, logged)."""
+        return list(reversed(self._edits()))[:limit]
 
     def recorded_directory(self) -> str | None:
         """The persona directory this data dir runs with, as recorded (its own copy once it was edited)."""

@@ -8,12 +8,13 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from memory.models import Approval, AuditEntry, Session, Taint
 from memory.note_kinds import NoteSource
 from persona.drives import compute_drives
 
 if TYPE_CHECKING:
     from managers import Managers
+    from managers.consent import ApprovalView, AuditView, TaintView
+    from managers.sessions import SessionView
 
 VALIDATION_WINDOW = 100  # the outputs the validators' metrics are computed over
 
@@ -22,7 +23,7 @@ def iso(value: date | None) -> str | None:  # a datetime is a date
     return value.isoformat() if value is not None else None
 
 
-def session_row(s: Session) -> dict[str, Any]:
+def session_row(s: SessionView) -> dict[str, Any]:
     return {
         "id": s.id,
         "thread_id": s.thread_id,
@@ -39,7 +40,7 @@ def session_row(s: Session) -> dict[str, Any]:
     }
 
 
-def approval_row(a: Approval) -> dict[str, Any]:
+def approval_row(a: ApprovalView) -> dict[str, Any]:
     return {
         "id": a.id,
         "status": a.status,
@@ -60,7 +61,7 @@ def approval_row(a: Approval) -> dict[str, Any]:
     }
 
 
-def taint_row(t: Taint, text: str) -> dict[str, Any]:
+def taint_row(t: TaintView, text: str) -> dict[str, Any]:
     """A row written from untrusted text: which, what it says now, and where its words came from."""
     return {
         "id": t.id,
@@ -76,7 +77,7 @@ def taint_row(t: Taint, text: str) -> dict[str, Any]:
     }
 
 
-def audit_row(e: AuditEntry) -> dict[str, Any]:
+def audit_row(e: AuditView) -> dict[str, Any]:
     return {
         "id": e.id,
         "at": iso(e.created_at),
@@ -321,17 +322,21 @@ class ReportManager:
                 {"id": n.id, "task_id": n.task_id, "text": n.text, "read": n.read, "created_at": iso(n.created_at)}
                 for n in repos.notes.list(source=NoteSource.TASK, limit=limit)
             ],
-            "sessions": [session_row(s) for s in repos.sessions.list(limit)],
-            "idle": {t.id: idle for t in repos.threads.all() if (idle := self.house.loop.cycle(t.id).get("idle"))},
+            "sessions": [session_row(s) for s in self.house.sessions.listing(limit)],
+            "idle": {
+                t.id: idle.model_dump(mode="json")
+                for t in repos.threads.all()
+                if (idle := self.house.loop.cycle(t.id).idle) is not None
+            },
         }
 
     def consent(self, limit: int) -> dict[str, Any]:
         """The approvals waiting for the human, the latest decided, and the audit log of every consent decision."""
-        repos = self.repos
+        consent = self.house.consent
         return {
             "approvals": {
-                "pending": [approval_row(a) for a in repos.approvals.pending()],
-                "recent": [approval_row(a) for a in repos.approvals.list(limit=limit)],
+                "pending": [approval_row(a) for a in consent.pending()],
+                "recent": [approval_row(a) for a in consent.listing(None, limit)],
             },
-            "audit": [audit_row(e) for e in repos.audit.recent(limit * 3)],
+            "audit": [audit_row(e) for e in consent.audit_log(limit * 3)],
         }

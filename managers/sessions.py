@@ -17,11 +17,13 @@ import csv
 import hashlib
 import io
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from managers.owners import owner_alive, process_token
-from memory.models import Message, Note, Session
+from managers.views import frozen, frozen_all
+from memory.models import Message, Note
 from memory.note_kinds import HUMAN_SOURCES, NoteSource
 from memory.repositories.diary import is_debug
 
@@ -34,6 +36,24 @@ SEED_NOTES = 10
 
 def _digest(snapshot: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(snapshot, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """One run of a loop on a thread, from start to stop, with what a revival is seeded with."""
+
+    id: int
+    thread_id: str
+    playbook: str
+    persona: str
+    status: str  # running | stopped | killed
+    first_tick: int
+    last_tick: int
+    goal_state: dict[str, Any]  # active goals, open tasks
+    context: dict[str, Any]  # saved at stop: what a revival is seeded with
+    revived_from: int | None
+    started_at: datetime
+    stopped_at: datetime | None
 
 
 TRACE_COLUMNS = ("at", "record", "id", "tick", "who", "kind", "tags", "emotions", "text")
@@ -112,11 +132,12 @@ class SessionManager:
     def __init__(self, house: Managers) -> None:
         self.repos = house.repos
 
-    def listing(self, limit: int = 50) -> list[Session]:
-        return list(self.repos.sessions.list(limit))
+    def listing(self, limit: int = 50) -> list[SessionView]:
+        return frozen_all(SessionView, self.repos.sessions.list(limit))
 
-    def get(self, session_id: int) -> Session | None:
-        return self.repos.sessions.get(session_id)
+    def get(self, session_id: int) -> SessionView | None:
+        row = self.repos.sessions.get(session_id)
+        return frozen(SessionView, row) if row is not None else None
 
     def revived_as(self, session_id: int) -> list[str]:
         """The threads revived from the session."""

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
+
+from managers.records import Record, read
+from memory.repositories.config import THINKING_PREFIX
 
 if TYPE_CHECKING:
     from managers import Managers
@@ -46,6 +49,16 @@ def resolved_mode(settings: Settings, first_provider: str | None) -> ThinkingMod
 def quiet_pause(streak: int, ceiling_s: float) -> float:
     """The pause after the `streak`-th quiet tick in a row: 1, 2, 4 … seconds, at most the ceiling."""
     return float(min(ceiling_s, 2.0 ** max(0, streak - 1)))
+
+
+class ThinkingState(Record):
+    """When a thread last thought (`since`), the newest note then, and its quiet ticks since (the `thinking:<thread>`
+    key)."""
+
+    since: datetime | None = None
+    after_note: int = 0
+    streak: int = 0  # quiet ticks in a row
+    quiet_since: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -74,38 +87,35 @@ class ThinkingManager:
         start = min((t.started_at for t in recent), default=None)
         return latest is None or (start is not None and _naive(latest) < _naive(start))
 
-    def state(self, thread_id: str) -> dict[str, Any]:
-        return self.repos.config.thinking_state(thread_id)
+    def state(self, thread_id: str) -> ThinkingState:
+        """The thread's thinking state (what cannot be read: the defaults, logged — as if it never thought)."""
+        return read(ThinkingState, self.repos.config.thinking_state(thread_id), THINKING_PREFIX + thread_id)
 
     def thought(self, thread_id: str, now: datetime) -> None:
         """The persona thought now: what is new is counted from here; the quiet pace starts again."""
-        self.repos.config.set_thinking_state(
-            thread_id,
-            {"since": now.isoformat(), "after_note": self.repos.notes.newest_id(), "streak": 0, "quiet_since": None},
-        )
+        state = ThinkingState(since=now, after_note=self.repos.notes.newest_id(), streak=0, quiet_since=None)
+        self.repos.config.set_thinking_state(thread_id, state.stored())
 
-    def arrived(self, thread_id: str, state: dict[str, Any] | None = None) -> str | None:
+    def arrived(self, thread_id: str, state: ThinkingState | None = None) -> str | None:
         """The cheap reasons (a few indexed queries): a note, a waiting human, a finished background process, an
         approval answered, a question opened — since the persona last thought. None: nothing."""
         state = self.state(thread_id) if state is None else state
-        if not state.get("since"):
+        since = state.since
+        if since is None:
             return "no thought yet"
         repos = self.repos
         settings = self.house.deps.settings
-        notes_mode = repos.config.cycle(thread_id).get("notes_mode") or (
-            settings.cycle.notes_mode if settings else "auto"
-        )
+        notes_mode = self.house.loop.cycle(thread_id).notes_mode or (settings.cycle.notes_mode if settings else "auto")
         waiting = repos.notes.unread_human_ids(limit=1) if notes_mode == "auto" else []
         if waiting:  # (in manual mode the persona reads notes when it chooses: only a new one is news)
             return f"note {waiting[0]} from a human waits"
-        after = int(state.get("after_note") or 0)
+        after = state.after_note
         fresh = [n for n in repos.notes.unread_incoming(limit=5) if n.id > after]
         if fresh:
             return f"note {fresh[0].id} from {fresh[0].source}"
         item = repos.notes.newest_of("feed")
         if item > after:
             return f"note {item} from feed"
-        since = datetime.fromisoformat(state["since"])
         done = repos.processes.finished_since(thread_id, since)
         if done:
             return f"process {done[0].id} {done[0].name} finished"
@@ -149,26 +159,22 @@ class ThinkingManager:
             return Decision(True, "the first ticks after a start")
         reason = self.arrived(thread_id, state) or self._drive_wants(now)
         ceiling = settings.cycle.quiet_ceiling_s
-        quiet_since = state.get("quiet_since")
-        if (
-            reason is None
-            and mode == "reflective"
-            and quiet_since
-            and (now - datetime.fromisoformat(quiet_since)).total_seconds() >= ceiling
-        ):
+        quiet_since = state.quiet_since
+        if reason is None and mode == "reflective" and quiet_since and (now - quiet_since).total_seconds() >= ceiling:
             reason = f"a free thought after {ceiling:g}s of quiet"
         if reason is not None:
             return Decision(True, reason)
-        return self._quiet(thread_id, now, state, f"nothing new since {state.get('since') or 'the start'}")
+        since = state.since.isoformat() if state.since else "the start"
+        return self._quiet(thread_id, now, state, f"nothing new since {since}")
 
-    def _quiet(self, thread_id: str, now: datetime, state: dict[str, Any], why: str) -> Decision:
+    def _quiet(self, thread_id: str, now: datetime, state: ThinkingState, why: str) -> Decision:
         """A quiet tick: recorded in one line, the streak one longer, the pause before the next look doubled."""
         settings = self.house.deps.settings
         assert settings is not None
-        streak = int(state.get("streak") or 0) + 1
+        streak = state.streak + 1
         pause = quiet_pause(streak, settings.cycle.quiet_ceiling_s)
-        state.update(streak=streak, quiet_since=state.get("quiet_since") or now.isoformat())
-        self.repos.config.set_thinking_state(thread_id, state)
+        state = state.changed(streak=streak, quiet_since=state.quiet_since or now)
+        self.repos.config.set_thinking_state(thread_id, state.stored())
         self.repos.processes.add(
             QUIET_RECORD, f"quiet: {why}; no model call; next look in {pause:g}s", status="close", thread_id=thread_id
         )

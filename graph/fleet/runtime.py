@@ -235,7 +235,7 @@ class WorkerRuntime:
                     loop.record_status(want, now=services.clock(), thread=THREAD, pid=os.getpid())
                     persona.extra["reported"] = (want, self.token)
                 feeds_asked = house.world.fetch_asked()
-                idle = bool(loop.cycle(THREAD).get("idle"))
+                idle = loop.cycle(THREAD).idle is not None
             if want != "running":
                 return CONTROL_POLL_S
             self._maybe_dream(persona)

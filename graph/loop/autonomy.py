@@ -17,6 +17,7 @@ from graph.agent import Agent
 from graph.loop.task_cycles import TaskCycles
 from graph.playbook import load_playbook, resolve_playbook_path
 from llm import LLMCancelled
+from managers.loop import PlaybookRun
 from managers.vault import VaultReport, sync_vault
 from managers.world import RefreshCounts, refresh_feeds
 
@@ -211,7 +212,7 @@ class Autonomy:
             house.loop.set_playbook_run(
                 self.agent.thread_id,
                 self.dream_agent.playbook.name,
-                {"run_id": self.dream_agent.run_id, "status": "woken"},
+                PlaybookRun(run_id=self.dream_agent.run_id, status="woken"),
             )
             house.loop.log("dream", f"dream ended: {why}", status="done", thread_id=self.agent.thread_id)
         if self.on_stream:

@@ -24,10 +24,10 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from graph.services import open_settings
 from managers import ManagerDeps, ManagerFactory
+from managers.loop import LineageChild
 from memory import Database
 from persona.settings import Overrides, Settings
 
@@ -76,13 +76,12 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _child_database(entry: dict[str, Any], parent_db: Database) -> str | None:
+def _child_database(entry: LineageChild, parent_db: Database) -> str | None:
     """A PostgreSQL child's URL: the parent's server with the child's database (its name is all the lineage keeps);
     None for SQLite (the child's data dir holds it)."""
-    name = entry.get("db_name")
-    if not name or not parent_db.is_postgres:
+    if not entry.db_name or not parent_db.is_postgres:
         return None
-    return str(parent_db.engine.url.set(database=str(name)).render_as_string(hide_password=False))
+    return str(parent_db.engine.url.set(database=entry.db_name).render_as_string(hide_password=False))
 
 
 def _environment(settings: Settings) -> dict[str, str]:
@@ -107,23 +106,25 @@ class Children:
         with ManagerFactory(self.db, lambda: ManagerDeps(settings=self.settings)).reading() as house:
             children = house.loop.lineage_children()
         for entry in children:
-            if not entry.get("port") or not entry.get("data_dir") or not Path(entry.get("persona_dir", "")).is_dir():
+            if not entry.port or not entry.data_dir or not entry.persona_dir or not Path(entry.persona_dir).is_dir():
                 log.warning(
                     "spawn: child %s has no port or places of its own (born before autostart): start it by hand",
-                    entry.get("name"),
+                    entry.name,
                 )
                 continue
             try:
-                run = self._start_one(entry, parent_url)
+                run = self._start_one(entry, entry.port, entry.data_dir, entry.persona_dir, parent_url)
             except (OSError, ValueError) as exc:
-                log.warning("spawn: child %s did not start: %s", entry.get("name"), exc)
+                log.warning("spawn: child %s did not start: %s", entry.name, exc)
                 continue
             if run is not None:
                 self.runs.append(run)
         return self
 
-    def _start_one(self, entry: dict[str, Any], parent_url: str | None) -> ChildRun | None:
-        name, data_dir = str(entry["name"]), Path(entry["data_dir"])
+    def _start_one(
+        self, entry: LineageChild, port: int, where: str, persona_dir: str, parent_url: str | None
+    ) -> ChildRun | None:
+        name, data_dir = entry.name, Path(where)
         db_url = _child_database(entry, self.db)
         if parent_url:  # the child learns where its parent is served now
             child_db = Database.open(data_dir, db_url)
@@ -134,16 +135,16 @@ class Children:
                     house.peers.point_parent_at(parent_url)
             finally:
                 child_db.close()
-        url = f"http://127.0.0.1:{int(entry['port'])}"
+        url = f"http://127.0.0.1:{port}"
         command = [
             sys.executable,
             str(ROOT / "run.py"),
             "--persona",
-            str(entry["persona_dir"]),
+            persona_dir,
             "--data-dir",
             str(data_dir),
             "--port",
-            str(int(entry["port"])),
+            str(port),
         ] + (["--db", db_url] if db_url else [])
         log_path = data_dir / "run.log"
         data_dir.mkdir(parents=True, exist_ok=True)

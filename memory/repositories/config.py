@@ -140,6 +140,7 @@ DREAM_MESSAGE_KEY = "dreams/last_message_id"  # the newest message a dream has s
 EPISODES_CHECKED_KEY = "memory/episodes_checked_on"  # the local date on which nothing more was missing
 EMOTIONS_KEY = "emotions"  # the emotion vocabulary as the persona extended it
 CYCLE_PREFIX = "cycle/"  # + thread id: the thread's cycle settings (pause, notes mode, loaded skills …)
+THINKING_PREFIX = "thinking:"  # + thread id: when the thread last thought, its quiet streak (managers/thinking.py)
 MCP_TOOLS_PREFIX = "mcp/tools/"  # + server name: the tools last seen there
 LINEAGE_PARENT_KEY = "lineage/parent"  # a spawned child's parent
 LINEAGE_CHILDREN_KEY = "lineage/children"  # a parent's spawned children
@@ -384,19 +385,21 @@ class ConfigRepo(Repo):
     def loop_status(self, value: dict[str, Any] | None) -> None:
         self.set(LOOP_STATUS_KEY, value)
 
-    def playbook_run(self, thread_id: str, playbook: str) -> dict[str, Any] | None:
-        """A one-shot playbook's run on a thread: {run_id, status, inputs}."""
-        return self._dict(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}")
+    def playbook_run(self, thread_id: str, playbook: str) -> Any:
+        """A one-shot playbook's run on a thread, as stored: {run_id, status, inputs} (managers/loop.py reads it as a
+        record; None: never ran)."""
+        return copy.deepcopy(self.get(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}"))
 
     def set_playbook_run(self, thread_id: str, playbook: str, value: dict[str, Any] | None) -> None:
         self.set(f"{PLAYBOOK_RUN_PREFIX}{thread_id}/{playbook}", value)
 
-    def thinking_state(self, thread_id: str) -> dict[str, Any]:
-        """When the thread last thought and its quiet streak (managers/thinking.py)."""
-        return dict(self._dict("thinking:" + thread_id) or {})
+    def thinking_state(self, thread_id: str) -> Any:
+        """When the thread last thought and its quiet streak, as stored (managers/thinking.py reads it as a record;
+        None: never)."""
+        return copy.deepcopy(self.get(THINKING_PREFIX + thread_id))
 
     def set_thinking_state(self, thread_id: str, value: dict[str, Any]) -> None:
-        self.set("thinking:" + thread_id, value)
+        self.set(THINKING_PREFIX + thread_id, value)
 
     @property
     def reach_outs(self) -> list[dict[str, Any]]:
@@ -464,9 +467,9 @@ class ConfigRepo(Repo):
         self.set(f"{SESSION_EXPORT_PREFIX}{session_id}", value)
 
     @property
-    def persona_edits(self) -> list[dict[str, Any]]:
-        """The human's edits of persona files, newest last."""
-        return list(self.get(PERSONA_EDITS_KEY) or [])
+    def persona_edits(self) -> Any:
+        """The human's edits of persona files, newest last, as stored (managers/persona.py reads them as records)."""
+        return copy.deepcopy(self.get(PERSONA_EDITS_KEY))
 
     @persona_edits.setter
     def persona_edits(self, value: list[dict[str, Any]] | None) -> None:
@@ -480,9 +483,10 @@ class ConfigRepo(Repo):
         self.set(ACTIVE_THREAD_PREFIX + root_id, thread_id)
 
     @property
-    def last_applied_dream(self) -> dict[str, Any]:
-        """{run, outcome} of the last dream run whose answer was applied."""
-        return dict(self.get(DREAM_APPLIED_KEY) or {})
+    def last_applied_dream(self) -> Any:
+        """{run, outcome} of the last dream run whose answer was applied, as stored (managers/dreams.py reads it as a
+        record)."""
+        return copy.deepcopy(self.get(DREAM_APPLIED_KEY))
 
     @last_applied_dream.setter
     def last_applied_dream(self, value: dict[str, Any] | None) -> None:
@@ -525,9 +529,11 @@ class ConfigRepo(Repo):
     def emotion_vocabulary(self, value: list[str] | None) -> None:
         self.set(EMOTIONS_KEY, value)
 
-    def cycle(self, thread_id: str) -> dict[str, Any]:
-        """A thread's cycle settings as stored (pause, notes mode, loaded skills …)."""
-        return dict(self.get(CYCLE_PREFIX + thread_id, {}) or {})
+    def cycle(self, thread_id: str) -> Any:
+        """A thread's cycle settings as stored (pause, notes mode, loaded skills …; a copy, {} when absent) — or
+        whatever else the row holds: managers/loop.py reads it as a record, whatever it is."""
+        value = self.get(CYCLE_PREFIX + thread_id)
+        return {} if value is None else dict(value) if isinstance(value, dict) else value
 
     def set_cycle(self, thread_id: str, value: dict[str, Any]) -> None:
         self.set(CYCLE_PREFIX + thread_id, value)
@@ -559,9 +565,10 @@ class ConfigRepo(Repo):
         self.set(LINEAGE_CHILDREN_KEY, value)
 
     @property
-    def mesh_connectivity(self) -> dict[str, Any]:
-        """Whether the mesh door reaches a peer, as it last said ({} before it ever did; managers/mesh.py)."""
-        return dict(self.get(MESH_CONNECTIVITY_KEY) or {})
+    def mesh_connectivity(self) -> Any:
+        """Whether the mesh door reaches a peer, as it last said (None before it ever did; managers/mesh.py reads it
+        as a record)."""
+        return copy.deepcopy(self.get(MESH_CONNECTIVITY_KEY))
 
     @mesh_connectivity.setter
     def mesh_connectivity(self, value: Mapping[str, Any]) -> None:

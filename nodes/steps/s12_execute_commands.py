@@ -421,9 +421,9 @@ def execute_commands(
         cycle = services.reads.peek(state.thread_id, state.tick, CYCLE) if not executed else None
         if cycle is None:
             cycle = house.loop.cycle(state.thread_id)
-    chosen = cycle.get("pause_s")  # cycle.pause (per thread) wins over config.yaml's cycle.pause_s
+    chosen = cycle.pause_s  # cycle.pause (per thread) wins over config.yaml's cycle.pause_s
     pause_s = max(
         float(services.settings.cycle.pause_s if chosen is None else chosen),
         float(state.stagnation.get("pause_s") or 0.0),
     )
-    return {"executed": executed, "pause_s": pause_s, "idle": bool(cycle.get("idle"))}
+    return {"executed": executed, "pause_s": pause_s, "idle": cycle.idle is not None}

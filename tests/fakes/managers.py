@@ -9,8 +9,8 @@ from typing import Any
 
 from managers import ManagerDeps, ManagerFactory, Managers
 from managers.audience import ALONE, OWNER, Audience
+from managers.consent import ApprovalView, TaintView
 from memory import Database, Repos
-from memory.models import Approval, Taint
 from persona.settings import Overrides, Settings, stored_settings
 
 
@@ -37,13 +37,13 @@ def answer(
     reason: str = "",
     now: datetime,
     settings: Settings | None = None,
-) -> Approval:
+) -> ApprovalView:
     """The owner's answer to an approval, as a door gives it."""
     with factory(db, settings or door_settings(db)).unit(OWNER) as house:
         return house.consent.answer(approval_id, approve=approve, by=by, reason=reason, now=now)
 
 
-def trust(db: Database, taint_id: int, *, by: str, reason: str = "", now: datetime) -> Taint:
+def trust(db: Database, taint_id: int, *, by: str, reason: str = "", now: datetime) -> TaintView:
     """The owner trusting a row written from untrusted text, as a door does it."""
     with factory(db, door_settings(db)).unit(OWNER) as house:
         return house.consent.trust(taint_id, by=by, reason=reason, now=now)

@@ -904,7 +904,7 @@ def test_a_dreaming_persona_shows_dreaming_and_wakes_up_on_the_button_or_a_note(
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with agent.services.db.unit() as repos:
-                state = managers_over(repos).loop.status()["loop"].get("state")
+                state = managers_over(repos).loop.status().loop.state
                 if state == "dreaming" and fake.calls and fake.calls[-1]["json_schema"]:
                     seen.append(state)
                     if how == "wake up":

@@ -719,7 +719,7 @@ ROWS: list[Row] = [
     Row(
         "abstracts.mode",
         {"mode": "manual"},
-        check=lambda s, h: _equal(h.loop.cycle(s.thread).get("abstracts_mode"), "manual"),
+        check=lambda s, h: _equal(h.loop.cycle(s.thread).abstracts_mode, "manual"),
     ),
     Row(
         "facts.list",
@@ -752,20 +752,20 @@ ROWS: list[Row] = [
         check=lambda s, h: _true(int(dict(p.split(": ") for p in s.result.split(", "))["seaweed"]) >= 3),
     ),
     # the loop's own settings
-    Row("cycle.pause", {"seconds": 30}, check=lambda s, h: _equal(h.loop.cycle(s.thread).get("pause_s"), 30)),
-    Row("cycle.set", {"responses": 7}, check=lambda s, h: _equal(h.loop.cycle(s.thread).get("responses"), 7)),
+    Row("cycle.pause", {"seconds": 30}, check=lambda s, h: _equal(h.loop.cycle(s.thread).pause_s, 30)),
+    Row("cycle.set", {"responses": 7}, check=lambda s, h: _equal(h.loop.cycle(s.thread).responses, 7)),
     Row(
         "cycle.mode",
         {"mode": "manual", "min_priority": 2},
         check=lambda s, h: _equal(
-            (h.loop.cycle(s.thread).get("notes_mode"), h.loop.cycle(s.thread).get("notes_min_priority")), ("manual", 2)
+            (h.loop.cycle(s.thread).notes_mode, h.loop.cycle(s.thread).notes_min_priority), ("manual", 2)
         ),
     ),
     Row(
         "cycle.idle",
         {"on": True, "timeout_s": 600, "note_filter": {"tags": ["urgent"]}},
         check=lambda s, h: _equal(
-            {k: h.loop.cycle(s.thread)["idle"][k] for k in ("timeout_s", "note_filter")},
+            {k: (h.loop.cycle(s.thread).model_dump()["idle"] or {}).get(k) for k in ("timeout_s", "note_filter")},
             {"timeout_s": 600, "note_filter": {"tags": ["urgent"]}},
         ),
         after=lambda s, h: h.loop.idle_off(s.thread),
@@ -774,7 +774,10 @@ ROWS: list[Row] = [
         "cycle.concentration",
         {"on": True, "tags": ["sea"], "emotions": ["joy"], "mode": "and"},
         check=lambda s, h: _equal(
-            {k: h.loop.cycle(s.thread)[k] for k in ("context_mode", "focus_tags", "focus_emotions", "focus_logic")},
+            {
+                k: h.loop.cycle(s.thread).model_dump()[k]
+                for k in ("context_mode", "focus_tags", "focus_emotions", "focus_logic")
+            },
             {"context_mode": "concentration", "focus_tags": ["sea"], "focus_emotions": ["joy"], "focus_logic": "and"},
         ),
     ),
@@ -782,7 +785,7 @@ ROWS: list[Row] = [
         "cycle.meditation",
         {"on": True},
         check=lambda s, h: (
-            _equal(h.loop.cycle(s.thread)["context_mode"], "meditation")
+            _equal(h.loop.cycle(s.thread).context_mode, "meditation")
             and _equal(h.repos.config.get(f"memory/abstract_request/{s.thread}")["trigger"], "mode_change")
         ),
     ),
@@ -1027,7 +1030,7 @@ ROWS: list[Row] = [
         "skills.read",
         {"name": "check-in", "ticks": 2},
         check=lambda s, h: (
-            _equal([e["name"] for e in h.loop.cycle(s.thread).get("skills_loaded", [])], ["check-in"])
+            _equal([e.name for e in h.loop.cycle(s.thread).skills_loaded], ["check-in"])
             and _shows(s, "skill check-in is in my next 2 prompt(s)")
         ),
     ),

@@ -248,7 +248,7 @@ def test_the_mesh_door_records_isolated_mode_and_its_end_puts_the_decisions_take
             for node in (a, b):
                 node.step(0)
         with b.managers() as managers:
-            assert managers.mesh.connectivity()["isolated"] is False and not managers.mesh.isolated()
+            assert managers.mesh.connectivity().isolated is False and not managers.mesh.isolated()
         b.transport.stop()  # b loses the network
         for _ in range(3):
             for node in (a, b):

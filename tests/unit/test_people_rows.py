@@ -93,7 +93,8 @@ def test_the_persona_groups_people_after_the_owners_approval(agent_factory):
             "my human's kin",
             ["Annika Brauer"],
         )
-        assert house(agent, repos).people.view(members[0]).groups == ("family",)
+        people = house(agent, repos).people
+        assert people.view(people.get(members[0].id)).groups == ("family",)
     third = agent.tick()  # users.groups reads at once; users.leave waits
     [listed] = [e for e in third["executed"] if e["type"] == "users.groups"]
     assert listed["status"] == "executed" and "family: Annika Brauer" in listed["result"]

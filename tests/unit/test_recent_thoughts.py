@@ -3,6 +3,7 @@ messages are rendered whole, oldest first, as they were when the window was read
 
 from __future__ import annotations
 
+from managers.loop import ThreadCycle
 from memory.db import Database
 from memory.models import Thread
 from nodes.steps.s04_prepare_context.memory_lines import recent_thoughts
@@ -43,7 +44,7 @@ def test_meditation_renders_the_chosen_messages_whole_oldest_first(tmp_path):
     ids = _thoughts(db, 12)
     memory = ChoosingMemory([f"msg:{ids[9]}", f"msg:{ids[1]}", f"msg:{ids[5]}"])
     with db.unit() as repos:
-        lines, shown = recent_thoughts(managers_over(repos), "main", 3, {"context_mode": "meditation"}, memory)
+        lines, shown = recent_thoughts(managers_over(repos), "main", 3, ThreadCycle(context_mode="meditation"), memory)
     assert memory.offered == [[f"msg:{i}" for i in ids]]  # the window (k × 5 ≥ 12): every message, oldest first
     assert shown == [ids[1], ids[5], ids[9]]
     assert lines == [
@@ -58,7 +59,7 @@ def test_meditation_without_an_index_shows_the_last_k(tmp_path):
     db = Database.open(tmp_path)
     ids = _thoughts(db, 5)
     with db.unit() as repos:
-        lines, shown = recent_thoughts(managers_over(repos), "main", 2, {"context_mode": "meditation"}, None)
+        lines, shown = recent_thoughts(managers_over(repos), "main", 2, ThreadCycle(context_mode="meditation"), None)
     assert shown == ids[-2:]
     assert lines == [
         "[tick 4] thought 4  (emotions calm:2; novelty 4)",
@@ -79,7 +80,7 @@ def test_the_plain_list_shows_only_the_words_and_no_tick_numbers(tmp_path):
             kind="stagnation_record",
             content="[output identical to tick 2 not stored again; reflex_lite]",
         )
-        lines, _ = recent_thoughts(managers_over(repos), "main", 3, {}, None, plain=True)
+        lines, _ = recent_thoughts(managers_over(repos), "main", 3, ThreadCycle(), None, plain=True)
     assert lines == [
         "- thought 1",
         "- thought 2",
@@ -97,7 +98,9 @@ def test_the_standard_window_moves_in_steps_so_each_prompt_extends_the_last(tmp_
     shown = {}
     for tick in (13, 14, 15):
         with db.unit() as repos:
-            shown[tick] = recent_thoughts(managers_over(repos), "main", 4, {}, None, plain=True, tick=tick)[0]
+            shown[tick] = recent_thoughts(managers_over(repos), "main", 4, ThreadCycle(), None, plain=True, tick=tick)[
+                0
+            ]
             repos.messages.add_keyed(
                 f"main:{tick}", thread_id="main", tick=tick, kind="response", content=f"thought {tick}"
             )
@@ -105,7 +108,7 @@ def test_the_standard_window_moves_in_steps_so_each_prompt_extends_the_last(tmp_
     assert shown[14] == shown[13] + ["- thought 13"]  # the window stayed: one more at its end
     assert shown[15] == [f"- thought {i}" for i in (11, 12, 13, 14)]  # then it moved by a step
     with db.unit() as repos:  # without the tick: the last K, as before
-        assert recent_thoughts(managers_over(repos), "main", 4, {}, None, plain=True)[0] == [
+        assert recent_thoughts(managers_over(repos), "main", 4, ThreadCycle(), None, plain=True)[0] == [
             f"- thought {i}" for i in (12, 13, 14, 15)
         ]
     db.close()

@@ -260,7 +260,7 @@ def _want(web, want: str) -> None:
 
 def _reported(web) -> str | None:
     with web.services.db.unit() as repos:
-        return managers_over(repos).loop.status()["loop"].get("state")
+        return managers_over(repos).loop.status().loop.state
 
 
 def test_paused_ticks_nothing_within_the_budget_until_a_stopper_ends_the_run(web):

@@ -107,7 +107,7 @@ def local_servers(house: Managers) -> list[LocalServer]:
 
 def loop_status(house: Managers) -> LoopStatus:
     state = house.loop.status()
-    wanted, loop = state["control"], state["loop"]
+    wanted, loop = state.control, state.loop
     last = house.journal.ticks(1)
     tick = None
     if last:
@@ -123,13 +123,13 @@ def loop_status(house: Managers) -> LoopStatus:
             "finished_at": t.finished_at.isoformat() if t.finished_at else None,
         }
     return LoopStatus(
-        want=wanted.get("want", "running"),
-        requested_by=wanted.get("by"),
-        state=loop.get("state", "unknown"),
-        thread=loop.get("thread"),
-        pid=loop.get("pid"),
+        want=wanted.want,
+        requested_by=wanted.by,
+        state=loop.state,
+        thread=loop.thread,
+        pid=loop.pid,
         alive=loop_alive(loop),
-        reported_at=loop.get("at"),
+        reported_at=loop.at.isoformat() if loop.at else None,
         ticks=house.journal.tick_count(),
         last_tick=tick,
         llms=llm_health(house),

@@ -13,14 +13,14 @@ from managers.audience import OWNER
 from memory.clock import as_utc
 
 if TYPE_CHECKING:
-    from memory.models import LiveEvent
+    from managers.journal import LiveEventView
 
 log = logging.getLogger(__name__)
 POLL_S = 0.1  # one indexed query per client per poll; an event reaches the page within ~0.1 s plus the loop's flush
 KEEPALIVE_S = 15.0
 
 
-def event_dict(row: LiveEvent) -> dict[str, Any]:
+def event_dict(row: LiveEventView) -> dict[str, Any]:
     return {
         "id": row.id,
         "at": as_utc(row.at).isoformat() if row.at else None,

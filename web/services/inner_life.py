@@ -34,7 +34,7 @@ from web.schemas.inner_life import (
 )
 
 if TYPE_CHECKING:
-    from memory.models import OpenQuestion
+    from managers.inner_life import OpenQuestionView
 
 # emotion → valence (−1 unpleasant … 1 pleasant). The human's emotions follow Nexus Ark (joy 1.0, neutral 0,
 # sadness −0.6, anger −1.0); the persona's own are rated freely, so the common ones are mapped too. A thought's
@@ -139,7 +139,7 @@ def set_drive(house: Managers, settings: Settings, name: str, change: DriveLevel
 # -- open questions ---------------------------------------------------------------------------------------------
 
 
-def _question(q: OpenQuestion) -> QuestionView:
+def _question(q: OpenQuestionView) -> QuestionView:
     return QuestionView(
         id=q.id,
         topic=q.topic,
@@ -164,7 +164,7 @@ def questions(house: Managers, limit: int = 200) -> QuestionList:
     return QuestionList(questions=[_question(q) for q in ordered], open=sum(q.status == "open" for q in rows))
 
 
-def _find_question(house: Managers, question_id: int) -> OpenQuestion:
+def _find_question(house: Managers, question_id: int) -> OpenQuestionView:
     try:
         return house.inner_life.question(question_id)
     except NotFound as exc:

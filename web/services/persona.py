@@ -151,7 +151,7 @@ def overview(services: WebServices, house: Managers) -> PersonaOverview:
         truncated=list(persona.truncated),
         skills=[s.name for s in persona.skills],
         seeds=[s.name for s in seeds(services).items],
-        edits=[Edit(**e) for e in house.persona.edits(20)],
+        edits=[Edit(**e.model_dump()) for e in house.persona.edits(20)],
     )
 
 

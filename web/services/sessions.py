@@ -15,8 +15,7 @@ from graph.reports import session_row
 from i18n import N_
 from managers import ManagerFactory, Managers
 from managers.audience import OWNER
-from managers.sessions import trace_csv, trace_jsonl
-from memory.models import Session as SessionRow
+from managers.sessions import SessionView, trace_csv, trace_jsonl
 from persona.yaml_lines import parse_json
 from web.errors import NotFoundError, ServiceError
 from web.schemas.sessions import Revived, Session, SessionDetail, SessionExport, SessionList
@@ -29,7 +28,7 @@ def listing(house: Managers, limit: int = 50) -> SessionList:
     return SessionList(items=[Session(**session_row(s)) for s in house.sessions.listing(limit)])
 
 
-def _row(house: Managers, session_id: int) -> SessionRow:
+def _row(house: Managers, session_id: int) -> SessionView:
     row = house.sessions.get(session_id)
     if row is None:
         raise NotFoundError(N_("no session %(session_id)s"), session_id=session_id, field="session_id")

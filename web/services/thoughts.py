@@ -24,7 +24,7 @@ from web.schemas.thoughts import (
 )
 
 if TYPE_CHECKING:
-    from memory.models import AntiStagnationMetric, ExecutedCommand, LLMCall, Message, Tick
+    from managers.journal import CommandView, LLMCallView, StagnationView, ThoughtView, TickView
 
 THOUGHT_KINDS = ("response", "continuation", "stagnation_record")
 RAN = {"executed"}
@@ -63,15 +63,15 @@ def _quarantined(summary: dict[str, Any]) -> str | None:
     return str(text or "")[:QUARANTINE_PREVIEW]
 
 
-def _cards(house: Managers, ticks: list[Tick]) -> list[TickCard]:
+def _cards(house: Managers, ticks: list[TickView]) -> list[TickCard]:
     """Cards for these tick rows, newest first: a handful of queries per thread, not per tick."""
     by_thread: dict[str, list[int]] = defaultdict(list)
     for row in ticks:
         by_thread[row.thread_id].append(row.tick)
-    thoughts: dict[tuple[str, int | None], Message] = {}
-    commands: defaultdict[tuple[str, int | None], list[ExecutedCommand]] = defaultdict(list)
-    calls: defaultdict[tuple[str, int | None], list[LLMCall]] = defaultdict(list)
-    metrics: dict[tuple[str, int | None], AntiStagnationMetric] = {}
+    thoughts: dict[tuple[str, int | None], ThoughtView] = {}
+    commands: defaultdict[tuple[str, int | None], list[CommandView]] = defaultdict(list)
+    calls: defaultdict[tuple[str, int | None], list[LLMCallView]] = defaultdict(list)
+    metrics: dict[tuple[str, int | None], StagnationView] = {}
     for thread_id, numbers in by_thread.items():
         details = house.journal.at_ticks(thread_id, numbers, THOUGHT_KINDS)
         for message in details.messages:
@@ -90,11 +90,11 @@ def _cards(house: Managers, ticks: list[Tick]) -> list[TickCard]:
 
 
 def _card(
-    row: Tick,
-    message: Message | None,
-    commands: list[ExecutedCommand],
-    calls: list[LLMCall],
-    metric: AntiStagnationMetric | None,
+    row: TickView,
+    message: ThoughtView | None,
+    commands: list[CommandView],
+    calls: list[LLMCallView],
+    metric: StagnationView | None,
 ) -> TickCard:
     summary = dict(row.summary or {})
     started, finished = as_utc(row.started_at), as_utc(row.finished_at)

@@ -26,7 +26,7 @@ import i18n
 from managers import Managers
 from managers.abstracts import delivery
 from managers.audience import ALONE, Audience
-from managers.loop import context_mode, loaded_skills
+from managers.loop import ThreadCycle, context_mode, loaded_skills
 from memory import provenance
 from nodes.commands import GUIDE_FORMS, registry
 from nodes.context import CYCLE, TICK_SUMMARY, AnimaContext, ContextBudgetError, Services, services_of
@@ -139,11 +139,11 @@ def _seen_by_kept_answer(services: Services, house: Managers, state: TickState) 
 
 
 def _incoming(
-    house: Managers, services: Services, state: TickState, cycle: dict[str, Any]
+    house: Managers, services: Services, state: TickState, cycle: ThreadCycle
 ) -> tuple[list[Any], list[str], Audience]:
     """The notes this tick shows, their lines, and whom it answers: the author of the most urgent waiting note
     (managers/conversation.py `answering`) — only their notes are shown; anyone else's wait for a later tick."""
-    mode = cycle.get("notes_mode") or services.settings.cycle.notes_mode
+    mode = cycle.notes_mode or services.settings.cycle.notes_mode
     limit = services.settings.cycle.notes_limit
     seen = _seen_by_kept_answer(services, house, state)
     if seen is not None:  # resumed after a kill: exactly the notes the kept answer saw, read or not by now
@@ -214,7 +214,7 @@ def _chat_blocks(
     services: Services,
     house: Managers,
     state: TickState,
-    cycle: dict[str, Any],
+    cycle: ThreadCycle,
     notes: list[Any],
     note_lines: list[str],
     processes: list[Any],
@@ -242,7 +242,7 @@ def _chat_blocks(
         history, shown_ids = recent_thoughts(
             house,
             thread_id,
-            int(cycle.get("responses", services.settings.cycle.responses)),
+            services.settings.cycle.responses if cycle.responses is None else cycle.responses,
             cycle,
             services.memory,
             plain=wanted(services.settings.voice.plain_recent, provider_of(services, state.stagnation.get("llm"))),
@@ -257,7 +257,7 @@ def _chat_blocks(
     standing = (
         house.prompt.standing(
             now,
-            focus_tags=cycle.get("focus_tags"),
+            focus_tags=cycle.focus_tags or None,
             delivery=delivery(cycle, services.settings),
             episode_days=services.settings.memory.episode_days,
             tainted=tainted.active,
@@ -451,7 +451,7 @@ def _chat_prompt(
     services: Services,
     house: Managers,
     state: TickState,
-    cycle: dict[str, Any],
+    cycle: ThreadCycle,
     notes: list[Any],
     note_lines: list[str],
     processes: list[Any],
@@ -671,17 +671,15 @@ def prepare_context(
         window = thread_window(services, repos, state.thread_id, thread)
         max_tokens = max(16, min(max_tokens, window // 2))
         budget = window - max_tokens - SAFETY_TOKENS
-        cycle = dict(
-            services.reads.get(
-                state.thread_id,
-                state.tick,
-                CYCLE,
-                lambda: house.loop.context_cycle(state.thread_id),
-            )
+        cycle: ThreadCycle = services.reads.get(
+            state.thread_id,
+            state.tick,
+            CYCLE,
+            lambda: house.loop.context_cycle(state.thread_id),
         )
         episode = state.stagnation
         if episode.get("context_mode"):  # the anti-stagnation "change of context" mechanism
-            cycle["context_mode"] = episode["context_mode"]
+            cycle = cycle.model_copy(update={"context_mode": episode["context_mode"]})
         task = house.tasks.in_cycle(state.thread_id)
         # a task's sub-cycle reads no notes: its seed is the task; what it finds goes to the main loop as notes
         notes, note_lines, audience = _incoming(house, services, state, cycle) if task is None else ([], [], ALONE)

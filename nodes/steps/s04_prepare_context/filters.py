@@ -8,6 +8,7 @@ from typing import Any
 
 import i18n
 from managers import Managers
+from managers.loop import ThreadCycle
 from managers.notes import Incoming, notes_filter
 from nodes.context import UNREAD, Services
 from nodes.reflexes.prompts import HELD_LINE
@@ -17,7 +18,7 @@ FILTERED = "unread_filtered"  # TickReads: (limit, the filter as JSON) -> Incomi
 
 
 def unread_for_tick(
-    house: Managers, services: Services, state: TickState, cycle: dict[str, Any], limit: int, *, fresh: bool = False
+    house: Managers, services: Services, state: TickState, cycle: ThreadCycle, limit: int, *, fresh: bool = False
 ) -> list[Any]:
     """The unread notes this tick shows: all (the drives' step read them already), or those the filter in force
     lets through (the owner's always). `fresh`: read again, not what the tick read before (a thought cut for a note
@@ -35,7 +36,7 @@ def unread_for_tick(
     return list(found.notes)
 
 
-def held_lines(services: Services, state: TickState, cycle: dict[str, Any], language: str) -> list[str]:
+def held_lines(services: Services, state: TickState, cycle: ThreadCycle, language: str) -> list[str]:
     """One line when the filter keeps unread notes back this tick (none otherwise)."""
     wanted = notes_filter(cycle, services.settings)
     if not wanted.active():

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from managers import Managers
 from managers.abstracts import delivery
-from managers.loop import context_mode
+from managers.loop import ThreadCycle, context_mode
 from managers.prompt import Standing
 from managers.threads import MessageLine, ThreadManager
 from memory import provenance
@@ -57,7 +57,7 @@ def recent_thoughts(
     house: Managers,
     thread_id: str,
     k: int,
-    cycle: dict[str, Any],
+    cycle: ThreadCycle,
     memory: Any = None,
     plain: bool = False,
     tick: int | None = None,
@@ -103,18 +103,18 @@ def plain_item(threads: ThreadManager, message: MessageLine, thread_id: str, see
     return render_item(threads, message, thread_id, seen)
 
 
-def _focused(message: MessageLine, cycle: dict[str, Any]) -> bool:
-    tags = {t.lower() for t in cycle.get("focus_tags") or []}
-    emotions = [str(e) for e in cycle.get("focus_emotions") or []]
+def _focused(message: MessageLine, cycle: ThreadCycle) -> bool:
+    tags = {t.lower() for t in cycle.focus_tags}
+    emotions = list(cycle.focus_emotions)
     have_tags = {str(t).lower() for t in message.tags or []}
     checks = []
     if tags:
-        checks.append(tags <= have_tags if cycle.get("focus_logic") == "and" else bool(tags & have_tags))
+        checks.append(tags <= have_tags if cycle.focus_logic == "and" else bool(tags & have_tags))
     if emotions:
-        checks.append(emotions_match(emotions, message.emotions or [], str(cycle.get("focus_logic") or "or")))
+        checks.append(emotions_match(emotions, message.emotions or [], cycle.focus_logic))
     if not checks:
         return True
-    return all(checks) if cycle.get("focus_logic") == "and" else any(checks)
+    return all(checks) if cycle.focus_logic == "and" else any(checks)
 
 
 def _diverse(pool: list[MessageLine], k: int, memory: Any) -> list[int]:
@@ -144,7 +144,7 @@ def auto_recall(
     thread_id: str,
     notes: list[Any],
     shown_message_ids: list[int],
-    cycle: dict[str, Any],
+    cycle: ThreadCycle,
     goals: Sequence[Any] | None = None,
     tainted: Tainted | None = None,
     scope: list[str] | None = None,
@@ -166,7 +166,7 @@ def auto_recall(
         + [f"note:{n.id}" for n in notes],
     )  # the thoughts shown, the notes (their turns)
     try:
-        diversity = cycle.get("diversity_boost")
+        diversity = cycle.diversity_boost
         lam = max(0.05, min(0.95, 1 - float(diversity))) if mode == "meditation" and diversity is not None else None
         hits = services.memory.search(
             Query(
@@ -175,9 +175,9 @@ def auto_recall(
                 mode=mode,
                 exclude=shown,
                 mmr_lambda=lam,
-                tags=scope if scope is not None else cycle.get("focus_tags") if mode == "concentration" else None,
-                emotions=cycle.get("focus_emotions") if mode == "concentration" else None,
-                tags_mode="or" if scope is not None else str(cycle.get("focus_logic") or "or"),
+                tags=scope if scope is not None else (cycle.focus_tags or None) if mode == "concentration" else None,
+                emotions=(cycle.focus_emotions or None) if mode == "concentration" else None,
+                tags_mode="or" if scope is not None else cycle.focus_logic,
             )
         )
     except Exception as exc:  # recall is an aid: a broken index must not stop the persona thinking

@@ -5,7 +5,6 @@ nothing to say, so a prompt without them is as before."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from functools import partial
 
 import i18n
@@ -52,12 +51,12 @@ def mesh_lines(services: Services, house: Managers, language: str) -> list[str]:
         return []
     mesh = house.mesh
     state = mesh.connectivity()  # the tick's config snapshot holds it: no query
-    if not state.get("isolated"):
+    if not state.isolated:
         return []
     t = partial(i18n.text, language=language)
-    since = state.get("isolated_since") or state.get("since")
-    when = f"{datetime.fromisoformat(since).astimezone(services.settings.zone()):%Y-%m-%d %H:%M}" if since else "?"
-    why = t(ISOLATED_WHY_DOOR if state.get("door") == "not_started" else ISOLATED_WHY_PEERS)
+    since = state.isolated_since or state.since
+    when = f"{since.astimezone(services.settings.zone()):%Y-%m-%d %H:%M}" if since else "?"
+    why = t(ISOLATED_WHY_DOOR if state.door == "not_started" else ISOLATED_WHY_PEERS)
     return [t(ISOLATED_LINE).format(since=when, why=why, queued=house.prompt.mesh_queued()), t(EMERGENCY_LINE)]
 
 
