@@ -119,7 +119,7 @@ def sessions_revive(
     no_fallback: bool = typer.Option(False, "--no-fallback"),
 ) -> None:
     """Start a new thread seeded with the session's saved context (its last thoughts): the persona remembers."""
-    from nodes.context import utcnow
+    from memory.clock import utcnow
     from persona.settings import Overrides
 
     database = open_database(data_dir, db)

@@ -43,7 +43,7 @@ def spawn(
     from graph.services import open_memory_index
     from managers.spawn import open_child_index
     from memory import Database
-    from nodes.context import utcnow
+    from memory.clock import utcnow
     from persona.spawn import MODES, SpawnError, default_places
     from persona.spawn import spawn as make_child
 

@@ -188,7 +188,7 @@ def accept(
     name: str | None = PersonaName,
 ) -> None:
     """Let an unknown sender in: their held messages become notes from them."""
-    from nodes.context import utcnow
+    from memory.clock import utcnow
 
     def action(house: Managers) -> str:
         person = house.people.accept(request_id, name=as_name, role=role, now=utcnow())
@@ -202,7 +202,7 @@ def vouch(
     request_id: int, data_dir: str | None = DataDir, db: str | None = DbUrl, name: str | None = PersonaName
 ) -> None:
     """It was you: unverified mail that claims your own address becomes your notes."""
-    from nodes.context import utcnow
+    from memory.clock import utcnow
 
     def action(house: Managers) -> str:
         person = house.people.vouch(request_id, now=utcnow())
@@ -216,7 +216,7 @@ def refuse(
     request_id: int, data_dir: str | None = DataDir, db: str | None = DbUrl, name: str | None = PersonaName
 ) -> None:
     """Refuse an unknown sender: their held messages are deleted, later ones dropped."""
-    from nodes.context import utcnow
+    from memory.clock import utcnow
 
     def action(house: Managers) -> str:
         house.people.refuse(request_id, now=utcnow())

@@ -18,7 +18,8 @@ from llm import LLMRegistry, Provider
 from llm.embedded_model import voice_of
 from managers import ManagerDeps, ManagerFactory
 from memory import Database
-from nodes.context import Services, utcnow
+from memory.clock import utcnow
+from nodes.context import Services
 from persona import load_persona
 from persona.settings import Overrides, Settings, SettingsError, load_settings, persona_dir_named, stored_settings
 from persona.yaml_lines import read_lined_yaml

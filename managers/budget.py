@@ -25,10 +25,11 @@ def _priced(row: dict[str, Any], settings: Settings) -> float | None:
     price = settings.budget.prices.get(row["llm_id"]) or settings.budget.prices.get(row["model"])
     if price is None:
         return None
-    new = row["prompt_tokens"] - row["cached_tokens"]
-    return (
-        new * price.prompt + row["cached_tokens"] * price.cached + row["completion_tokens"] * price.completion
-    ) / 1e6
+    new = int(row["prompt_tokens"]) - int(row["cached_tokens"])
+    cost = (
+        new * price.prompt + int(row["cached_tokens"]) * price.cached + int(row["completion_tokens"]) * price.completion
+    )
+    return float(cost) / 1e6
 
 
 def _summed(rows: list[dict[str, Any]], settings: Settings) -> dict[str, Any]:

@@ -19,13 +19,13 @@ if TYPE_CHECKING:
     from nodes.context import AnimaContext, Services
     from nodes.state import TickState
 
-    STEPS: dict[str, Callable]
+    STEPS: dict[str, Callable[..., Any]]
 
 _WHERE = {"AnimaContext": "nodes.context", "Services": "nodes.context", "TickState": "nodes.state"}
 
 
 @cache
-def _steps() -> dict[str, Callable]:
+def _steps() -> dict[str, Callable[..., Any]]:
     from nodes.dreaming import apply_dream, dream, gather_dream, summarise_days
     from nodes.steps import TICK_STEPS
 

@@ -16,6 +16,7 @@ import atexit
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ class Background:
             self._threads[run_id] = thread
         thread.start()
 
-    def _guarded(self, target, run_id: int) -> None:
+    def _guarded(self, target: Callable[[int], None], run_id: int) -> None:
         try:
             target(run_id)
         except Exception as exc:  # noqa: BLE001 - a job that breaks says so in its row, never elsewhere

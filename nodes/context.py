@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from llm import LLMRegistry
 from managers import ManagerDeps, ManagerFactory
@@ -83,7 +83,7 @@ class TickReads:
         with self._lock:
             memo = self._memo(thread_id, tick)
             if what in memo:
-                return memo[what]
+                return cast(T, memo[what])
         value = read()
         with self._lock:
             memo[what] = value
@@ -225,4 +225,4 @@ def services_of(runtime: Runtime[AnimaContext]) -> Services:
             "graph.open_graph(playbook, data_dir=...) gives a compiled graph and that context in one call, "
             "graph.build_agent(...) an Agent — or serve it with `langgraph dev` (graph/studio.py opens them)"
         )
-    return services
+    return cast(Services, services)

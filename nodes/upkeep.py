@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm import AllLLMsUnavailable, Sampling
 from llm.json_output import json_object
@@ -16,6 +16,9 @@ from memory.upkeep.episodes import build_episode, next_due
 from memory.upkeep.manager import run_pass
 from nodes.context import Services
 from nodes.state import MemoryUpkeep
+
+if TYPE_CHECKING:
+    from memory import Repos
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,7 @@ def today(services: Services) -> str:
     return services.clock().astimezone(services.settings.zone()).date().isoformat()
 
 
-def episodes_checked(services: Services, repos) -> bool:
+def episodes_checked(services: Services, repos: Repos) -> bool:
     """True when today's look for missing summaries found none (nothing to do until tomorrow or the next dream)."""
     return services.managers.over(repos).dreams.summaries_checked(today(services))
 

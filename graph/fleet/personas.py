@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from graph.fleet import files, jobs
 from graph.fleet.runtime import stop_persona, wait_for_jobs
 from managers import ManagerDeps, ManagerFactory
+from memory.clock import utcnow
 from memory.fleet import Fleet, FleetError, check_name, schema_of
-from nodes.context import utcnow
 from persona import load_persona
 from persona.loader import default_persona_dir
 from persona.settings import Overrides, load_settings

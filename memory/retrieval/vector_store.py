@@ -56,7 +56,7 @@ def _admin(where: dict[str, Any]) -> AdminAPI:
     import chromadb
 
     return chromadb.AdminClient(
-        chromadb.Settings(
+        chromadb.config.Settings(
             anonymized_telemetry=False,
             chroma_api_impl="chromadb.api.fastapi.FastAPI",
             chroma_server_host=where["host"],
@@ -139,7 +139,7 @@ class VectorStore:
             import chromadb
 
             _settle_imports("after chromadb")
-            settings = chromadb.Settings(anonymized_telemetry=False)
+            settings = chromadb.config.Settings(anonymized_telemetry=False)
             if self.url:
                 client = chroma_server_client(self.url, self.database, settings)
             else:

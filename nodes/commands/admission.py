@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from nodes.commands.args import ArgsError
 from nodes.commands.model import Command
 from nodes.state import CommandDict
+
+if TYPE_CHECKING:
+    from nodes.commands import Registry
+    from persona.settings import LimitsSettings
 
 
 @dataclass
@@ -22,7 +27,7 @@ class Admission:
     notes: list[str] = field(default_factory=list)  # what was dropped, for the model
 
 
-def admit(parsed: list[Command], registry, limits) -> Admission:
+def admit(parsed: list[Command], registry: Registry, limits: LimitsSettings) -> Admission:
     admission = Admission()
     dropped: Counter[str] = Counter()
     starts = 0

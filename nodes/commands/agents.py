@@ -4,7 +4,7 @@ changes whom I talk with, so my human approves it (`modify_self`). What a peer w
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, StringConstraints, field_validator
 
@@ -13,6 +13,9 @@ from managers.peers import MET
 from nodes.commands.args import Args, Description, Ref, Words, names
 from nodes.commands.model import Command
 from nodes.commands.spec import CommandContext, CommandError, CommandResult, Family, arg
+
+if TYPE_CHECKING:
+    from memory.models import Peer
 
 FAMILY = Family("agents", "the personas and agents I know (peers)")
 
@@ -45,7 +48,7 @@ class TagArgs(PeerArgs):
     tags: Words
 
 
-def _line(peer, trust: float | None) -> str:
+def _line(peer: Peer, trust: float | None) -> str:
     seen = peer.last_seen.strftime("%Y-%m-%d %H:%M") if peer.last_seen else "never"
     tags = f" [{', '.join(peer.tags)}]" if peer.tags else ""
     met = " (met, not added)" if peer.added_by == MET else ""
@@ -56,7 +59,7 @@ def _line(peer, trust: float | None) -> str:
     return line + (f"; says of itself: {_offers(peer.offers)}" if peer.offers else "")
 
 
-def _offers(offers: dict) -> str:
+def _offers(offers: dict[str, Any]) -> str:
     """What a peer says it offers, in its own words (data): its agent's name, topics, skills, description."""
     parts = [str(offers["agent"])] if offers.get("agent") else []
     parts += [f"{key} {', '.join(offers[key])}" for key in ("topics", "skills") if offers.get(key)]

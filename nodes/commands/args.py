@@ -143,7 +143,7 @@ def _kind(prop: dict[str, Any]) -> str:
         return f"[{_kind(prop.get('items', {}))}]" + (f" ≤{prop['maxItems']}" if "maxItems" in prop else "")
     if kind == "boolean":
         return "true|false"
-    return kind
+    return str(kind)
 
 
 def _number(value: float) -> str:

@@ -7,7 +7,7 @@ size limit (the edit fails and says by how much). The blocks' rules are the iden
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -36,7 +36,7 @@ def _show(ctx: CommandContext, name: BlockName) -> str:
     return ctx.managers.identity.show(name)
 
 
-def discards(args: dict) -> Effect | None:
+def discards(args: dict[str, Any]) -> Effect | None:
     """A rewrite or a replacement discards what was there: that changes the persona (modify_self)."""
     return "modify_self" if "old" in args or str(args.get("mode") or "").strip().lower() == "rewrite" else None
 

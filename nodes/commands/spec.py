@@ -33,7 +33,7 @@ from typing_extensions import TypedDict
 
 from managers import ManagerDeps, Managers
 from managers.audience import ALONE, Audience
-from managers.consent import EFFECTS, PRIVILEGED, Asked, Effect  # noqa: F401 - PRIVILEGED: nodes.commands re-exports it
+from managers.consent import EFFECTS, PRIVILEGED, Asked, Effect
 from memory.provenance import Source
 from nodes.commands.args import Args, NoArgs, check_args, describe
 from nodes.commands.model import Command
@@ -219,3 +219,19 @@ def arg(cmd: Command, *names: str, default: Any = ..., kind: type | None = None)
     if default is ...:
         raise CommandError(f"{cmd.type}: missing argument {names[0]!r}")
     return default
+
+
+__all__ = [
+    "EFFECTS",
+    "PRIVILEGED",
+    "Addressee",
+    "Asked",
+    "CommandContext",
+    "CommandError",
+    "CommandResult",
+    "CommandSpec",
+    "Effect",
+    "Family",
+    "Handler",
+    "arg",
+]

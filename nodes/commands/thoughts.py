@@ -3,6 +3,8 @@ the cleanup of outdated ones. The rules are managers/thoughts.py's."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from managers.errors import NotFound
@@ -25,7 +27,7 @@ class CleanupArgs(Args):
     keep: int = Field(100, ge=10, le=10_000)
 
 
-def flags_this_thought(args: dict, tick: int) -> bool:
+def flags_this_thought(args: dict[str, Any], tick: int) -> bool:
     """Whether a self_error command flags the thought of the tick it is in."""
     return args.get("tick") in (None, tick)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -33,7 +34,7 @@ SAFETY_TOKENS = 16
 CUT_MARKER = "\n[… {n} tokens left out to fit the window …]\n"
 
 
-def _shorten(text: str, keep_tokens: int, count) -> str:
+def _shorten(text: str, keep_tokens: int, count: Callable[[str], int]) -> str:
     if keep_tokens <= 0:
         return CUT_MARKER.format(n=count(text))
     ratio = max(0.05, keep_tokens / max(1, count(text)))
@@ -43,7 +44,12 @@ def _shorten(text: str, keep_tokens: int, count) -> str:
 
 
 def fit_prompt(
-    prompt_t: str, system_t: str | None, scope: dict[str, Any], history: list[str], budget: int, count
+    prompt_t: str,
+    system_t: str | None,
+    scope: dict[str, Any],
+    history: list[str],
+    budget: int,
+    count: Callable[[str], int],
 ) -> tuple[str, str | None, list[str]]:
     """Render under `budget` tokens. Returns (prompt, system, what was dropped)."""
     drops: list[str] = []

@@ -12,7 +12,9 @@ import functools
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta
-from jinja2.sandbox import SandboxedEnvironment, SecurityError
+from jinja2.environment import Template, TemplateExpression
+from jinja2.exceptions import SecurityError
+from jinja2.sandbox import SandboxedEnvironment
 
 
 class ExpressionError(ValueError):
@@ -37,12 +39,12 @@ def syntax_error(source: str, kind: str = "template") -> str | None:
 
 
 @functools.lru_cache(maxsize=512)
-def _compiled_template(source: str):
+def _compiled_template(source: str) -> Template:
     return _env().from_string(source)
 
 
 @functools.lru_cache(maxsize=512)
-def _compiled_expression(source: str):
+def _compiled_expression(source: str) -> TemplateExpression:
     return _env().compile_expression(source, undefined_to_none=False)
 
 

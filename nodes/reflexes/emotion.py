@@ -6,6 +6,7 @@ of emotions × novelty."""
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Any
 
 from llm.json_output import read_json
@@ -164,7 +165,9 @@ FADING = {"boredom", "sadness", "fatigue", "apathy", "tiredness", "emptiness", "
 
 
 def emotional_dynamics(emotions: list[tuple[str, int]], novelty_score: float) -> str:
-    strongest = lambda names: max((s for n, s in emotions if n in names), default=0)  # noqa: E731
+    def strongest(names: Collection[str]) -> int:
+        return max((s for n, s in emotions if n in names), default=0)
+
     if novelty_score >= 50 and strongest(ANXIOUS) >= 3:
         return "panicked_novelty"
     if novelty_score >= 50 and strongest(POSITIVE) >= 3:

@@ -7,7 +7,7 @@ import json
 from typing import Any, Literal
 
 import i18n
-from llm import Sampling
+from llm import LLMRegistry, Sampling
 from llm.json_output import json_object
 from nodes.reflexes.prompts import COMPARISON_PART, COMPARISON_SCHEMA, EMOTION_PART, EMOTION_SCHEMA, EVALUATION_TAIL
 from nodes.state import Comparison
@@ -34,7 +34,7 @@ def evaluation_prompt(response: str, vocabulary: list[str] | None, previous: str
 
 
 def evaluate(
-    llms,
+    llms: LLMRegistry,
     response: str,
     *,
     vocabulary: list[str] | None,

@@ -21,6 +21,7 @@ goes back to prepare_context. While a human's note waits, no step starts a side 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from nodes.steps.s01_update_process_log import update_process_log
 from nodes.steps.s02_update_drives import update_drives
@@ -36,7 +37,7 @@ from nodes.steps.s10_write_memory import write_memory
 from nodes.steps.s11_manage_memory import manage_memory
 from nodes.steps.s12_execute_commands import execute_commands
 
-TICK_STEPS: dict[str, Callable] = {
+TICK_STEPS: dict[str, Callable[..., Any]] = {
     "update_process_log": update_process_log,
     "update_drives": update_drives,
     "compress_context": compress_context,
