@@ -330,7 +330,7 @@ def indexing_speed(samples: list[dict], min_chars: int, budget: int, embed_model
         index = MemoryIndex(db, embedder, chroma_path=Path(tmp) / "chroma")
         wall, used = time.perf_counter(), cpu()
         index.sync(progress=True, flush=True)
-        written_wall = time.perf_counter() - wall
+        written_wall, written_cpu = time.perf_counter() - wall, cpu() - used
         follow = index.follow_up.run_pending()
         wall, used = time.perf_counter() - wall, cpu() - used
         index.close()
@@ -343,6 +343,8 @@ def indexing_speed(samples: list[dict], min_chars: int, budget: int, embed_model
         "write_sync": {
             "seconds": round(written_wall, 2),
             "characters_per_second": round(total / written_wall) if written_wall else None,
+            "cpu_seconds": round(written_cpu, 2),
+            "characters_per_cpu_second": round(total / written_cpu) if written_cpu else None,
         },
         "follow_up_parts": follow.deep_parts,
         "seconds": round(wall, 2),

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.locomo import CachedEmbedder, conversation_store, record_conversation  # noqa: E402
 from bench.mpnet import bench_embedder  # noqa: E402
+from memory.followup import LONG_TEXT  # noqa: E402
 from memory.models import MemoryItem  # noqa: E402
 from memory.retrieval.index import MemoryIndex, Query, RetrievalSettings  # noqa: E402
 
@@ -37,6 +38,12 @@ def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str
             now = (max((t["at"] for t in turns_out if t["at"]), default=None) or datetime.now(UTC)) + timedelta(days=1)
             index = MemoryIndex(db, embedder, chroma_path=tmp / "chroma", config=config, clock=lambda: now)  # noqa: B023 - called within this iteration
             index.sync(progress=True)
+            with db.reading() as repos:  # a long text's parts past the write's, as bench/locomo.py adds them
+                long_items = [
+                    item.id for item in repos.items.after(0, len(turns_out) + 1) if len(item.text or "") > LONG_TEXT
+                ]
+            for item_id in long_items:
+                index.follow_up.deepen(item_id)
             with db.unit() as repos:
                 refs = {row.id: row.ref.split(":", 1)[1] for row in repos.session.query(MemoryItem).all()}
                 vectors = {refs[i]: v for i, v in index.caches.vectors_of(repos, list(refs)).items()}
@@ -46,7 +53,15 @@ def dump(data: Path, pool: int, cache_dir: Path | None, overrides: dict[str, str
                 evidence = [e for e in q.get("evidence") or [] if e in valid]
                 if q.get("category") == 5 or not evidence:
                     continue
-                hits = index.search(Query(text=str(q["question"]), k=pool, mmr_lambda=1.0))
+                hits = index.search(
+                    Query(
+                        text=str(q["question"]),
+                        k=pool,
+                        mmr_lambda=1.0,
+                        asker=q.get("asker"),
+                        addressee=q.get("addressee"),
+                    )
+                )
                 questions.append(
                     {
                         "question": str(q["question"]),

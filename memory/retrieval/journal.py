@@ -38,7 +38,8 @@ FLUSH_RECORDS = 64  # Chroma records queued before they are written…
 FLUSH_SECONDS = 30.0  # …or this long after the last write
 BACKFILL_PAGE = 2000  # items read at a time when a collection is (re)built
 FLUSH_BULK = 20000  # records a bulk load queues before it writes them (bounded memory)
-EMBED_BATCH = 256  # changed items embedded (and their vectors stored) at a time
+EMBED_BATCH = 256  # changed items embedded (and their vectors stored) at a time …
+EMBED_BATCH_CHARS = 200_000  # … or fewer, of this many characters (a bulk load of long texts shows its progress)
 
 
 def record_meta(item: ItemLike) -> dict[str, Any]:
@@ -51,6 +52,22 @@ def record_meta(item: ItemLike) -> dict[str, Any]:
         "created": timestamp(item.created_at),
         "happened": timestamp(item.event_at or item.created_at),
     }
+
+
+def embed_batches(items: Sequence[ItemLike]) -> list[Sequence[ItemLike]]:
+    """`items` in consecutive batches of at most EMBED_BATCH items and EMBED_BATCH_CHARS characters (at least one
+    item each)."""
+    found: list[Sequence[ItemLike]] = []
+    start = chars = 0
+    for n, item in enumerate(items):
+        size = len(item.text or "")
+        if n > start and (n - start >= EMBED_BATCH or chars + size > EMBED_BATCH_CHARS):
+            found.append(items[start:n])
+            start, chars = n, 0
+        chars += size
+    if start < len(items):
+        found.append(items[start:])
+    return found
 
 
 class WriteJournal:
@@ -223,9 +240,9 @@ class WriteJournal:
         if gone:
             with self.db.unit() as writer:
                 writer.items.vectors.remove(gone)
-        batch, started = EMBED_BATCH, started or time.monotonic()
-        for start in range(0, len(fresh), batch):
-            part_items = fresh[start : start + batch]
+        started = started or time.monotonic()
+        done = done_before
+        for part_items in embed_batches(fresh):
             keys = {item.id: texts_key(item) for item in part_items}
             # what another process or an earlier run stored is taken rather than embedded again; not looked for when
             # this process embedded it ahead of the write (the tick's thought): those vectors are ready, and the same
@@ -253,8 +270,8 @@ class WriteJournal:
                 self.caches.sample_vectors_changed(keys)
                 if len(self.pending) >= FLUSH_BULK:  # a bulk load writes as it goes (Chroma's journal position
                     self.flush()  # stays where it was until everything is written)
-            if progress and (len(fresh) > batch or total):
-                done = done_before + min(len(fresh), start + batch)
+            done += len(part_items)
+            if progress and (len(fresh) > len(part_items) or total):
                 self._progress_chars += sum(len(item.text or "") for item in part_items)
                 seconds = max(1e-6, time.monotonic() - started)
                 log.info(

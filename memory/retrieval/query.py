@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -91,7 +92,7 @@ class TimeRange:
     weight: float = 1.0  # how much the range says: a day fully, a month half, a year a quarter
 
 
-def about_author(text: str, authors) -> str | None:
+def about_author(text: str, authors: Iterable[str | None]) -> str | None:
     """The one known author `text` names (none when it names several or none, or only one author is known)."""
     known = [a for a in authors if a]
     if len(known) < 2:
@@ -100,7 +101,7 @@ def about_author(text: str, authors) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
-def named_authors(text: str, authors) -> list[str]:
+def named_authors(text: str, authors: Iterable[str | None]) -> list[str]:
     """The known authors `text` names, in the order it names them (none when only one author is known)."""
     known = [a for a in authors if a]
     if len(known) < 2:

@@ -119,6 +119,32 @@ def balance(question: int, reply: int) -> float:
     return min(1.0, question / max(reply, 1))
 
 
+VOTE_RANK_OFFSET = 6  # reciprocal-rank fusion's constant (k + 1, ranks from 0): the first place's vote 1/6
+
+
+def engine_votes(
+    ranked: list[int],
+    final: dict[int, float],
+    parts: dict[int, dict[str, float]],
+    weight: float,
+    head: int,
+    pool: int,
+) -> list[int]:
+    """The ranking with its first `head` ordered again by their fused score plus each engine's vote (settings'
+    `engine_votes`): `weight` × the reciprocal of the item's rank by its BM25 part and by its dense part among the
+    first `pool`. The head's scores only rise, so it stays ahead of the rest; its members are the fused score's.
+    `final` and `parts` take the votes (parts' "votes")."""
+    among = ranked[:pool]
+    by_words = {i: n for n, i in enumerate(sorted(among, key=lambda i: -parts[i]["bm25"]))}
+    by_meaning = {i: n for n, i in enumerate(sorted(among, key=lambda i: -parts[i]["dense"]))}
+    first = ranked[:head]
+    for i in first:
+        vote = weight * (1 / (VOTE_RANK_OFFSET + by_words[i]) + 1 / (VOTE_RANK_OFFSET + by_meaning[i]))
+        parts[i]["votes"] = vote
+        final[i] += vote
+    return sorted(first, key=lambda i: -final[i]) + ranked[head:]
+
+
 def z_score(value: float, mean: float, std: float) -> float:
     return (value - mean) / std if std > 1e-9 else value - mean
 
@@ -544,6 +570,8 @@ class Ranker:
             and (q.mode != "concentration" or matches_focus(meta[i], q))
             and (q.mode == "concentration" or not (q.tags or q.emotions) or matches_focus(meta[i], q))
         ]
+        if cfg.engine_votes:
+            ranked = engine_votes(ranked, final, parts, cfg.engine_votes, cfg.votes_head, cfg.votes_pool)
         return Fused(ranked, final, parts, vectors, truncated)
 
     def _read_ahead(self, q: Query, repos: Repos, read: QueryReading, lexical: list[int]) -> None:

@@ -12,9 +12,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from memory.retrieval import query as reading
-from memory.retrieval.embeddings import window_bounds
+from memory.retrieval.embeddings import BATCH_TOKENS, LocalEmbedder, window_bounds
+from memory.retrieval.journal import EMBED_BATCH, EMBED_BATCH_CHARS, embed_batches
 from memory.retrieval.lexical import CONTEXT_WEIGHT, WHOLE, CorpusSample, Shape, passages, scores
-from memory.retrieval.ranker import Ranker, balance, expected_best
+from memory.retrieval.ranker import Ranker, balance, engine_votes, expected_best
 from memory.retrieval.settings import RetrievalSettings
 from memory.text import MAX_PARTS, PART_CHARS, WRITTEN_CHARS, parts, split_written
 
@@ -47,6 +48,53 @@ def test_windows_cover_the_text_within_the_model_length_and_end_where_a_part_end
     assert all(hi - lo <= 100 for lo, hi in found)
     assert [hi for _, hi in found] == [90, 151, 251, 260, 360, 400]  # at a part's end when one is in reach
     assert window_bounds(0, 50, [], 100) == [(0, 50)]
+
+
+def test_the_models_runs_hold_texts_of_like_length_up_to_a_token_budget():
+    embedder = LocalEmbedder()  # (nothing is loaded: the batches are planned from the lengths alone)
+    lengths = [256, 12, 256, 40, 256, 12, 256, 30, 7]
+    batches = embedder.batches(lengths)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))  # every text, once
+    for batch in batches:
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= BATCH_TOKENS
+    assert [[lengths[i] for i in batch] for batch in batches] == [[7, 12, 12, 30, 40], [256, 256], [256, 256]]
+    assert embedder.threads >= 1
+    assert LocalEmbedder(batch_size=2).batches([5] * 5) == [[0, 1], [2, 3], [4]]  # at most batch_size a run
+    assert LocalEmbedder(precision="int8").batches([5, 6]) == [[0], [1]]  # int8: one text a run
+
+
+def test_the_write_embeds_long_texts_in_batches_bounded_by_characters_so_progress_shows():
+    item = lambda size: SimpleNamespace(text="x" * size)  # noqa: E731
+    long = [item(EMBED_BATCH_CHARS // 3) for _ in range(7)]
+    batches = embed_batches(long)
+    assert [len(b) for b in batches] == [3, 3, 1]
+    assert [len(b) for b in embed_batches([item(10)] * (EMBED_BATCH + 1))] == [EMBED_BATCH, 1]
+    assert [len(b) for b in embed_batches([item(EMBED_BATCH_CHARS * 2), item(1)])] == [1, 1]  # a huge one alone
+    assert embed_batches([]) == []
+
+
+def test_engine_votes_reorder_only_the_head_putting_first_what_both_engines_rank_high():
+    # 1 leads by a hair on the fused score from meaning alone; 2 is second by both words and meaning
+    parts = {
+        1: {"bm25": -1.0, "dense": 3.0},
+        2: {"bm25": 2.0, "dense": 2.9},
+        3: {"bm25": 3.0, "dense": 0.0},
+        4: {"bm25": 0.5, "dense": 0.5},
+        5: {"bm25": 4.0, "dense": 4.0},  # outside the head: the votes never lift it in
+    }
+    final = {1: 2.0, 2: 1.998, 3: 1.5, 4: 0.2, 5: 0.1}
+    ranked = engine_votes([1, 2, 3, 4, 5], dict(final), {i: dict(p) for i, p in parts.items()}, 1.0, 3, 30)
+    assert ranked[:3] == [2, 1, 3] and ranked[3:] == [4, 5]  # the head's members are the fused score's
+    scores = dict(final)
+    engine_votes([1, 2, 3, 4, 5], scores, {i: dict(p) for i, p in parts.items()}, 1.0, 3, 30)
+    assert min(scores[i] for i in (1, 2, 3)) > max(scores[i] for i in (4, 5))  # the head stays ahead
+    assert engine_votes([1, 2, 3, 4, 5], dict(final), {i: dict(p) for i, p in parts.items()}, 0.01, 3, 30) == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]  # a small weight only breaks near-ties: 1 stays first
 
 
 def test_bm25_by_passages_neither_buries_a_long_text_nor_lifts_it_for_its_length():
