@@ -293,9 +293,9 @@ class ServerCpu:
     def __init__(self, url: str):
         import psycopg
 
-        with psycopg.connect(url, connect_timeout=10) as connection:
+        with psycopg.connect(url, connect_timeout=10) as connection:  # read while the backend lives: it ends with it
             backend = connection.execute("SELECT pg_backend_pid()").fetchone()[0]
-        self.postmaster = parent_of(backend)
+            self.postmaster = parent_of(backend)
 
     def seconds(self) -> float:
         own, reaped = proc_cpu_s(self.postmaster)

@@ -535,6 +535,10 @@ POOL_RECYCLE_S = 600
 PING_AFTER_IDLE_S = 5.0  # a pooled PostgreSQL connection idle this long is checked before it is used again
 
 
+SQLITE_POOL_KEPT = 5
+SQLITE_POOL_MORE = 60
+
+
 def create_db_engine(url: str, *, pool_size: int | None = None, server_prepare: bool = True) -> Engine:
     """`pool_size`: connections a Postgres pool keeps (a worker serving many personas sizes it to its concurrency;
     last in, first out, so a job's transactions keep to the connection its persona's search_path is set on).
@@ -543,7 +547,16 @@ def create_db_engine(url: str, *, pool_size: int | None = None, server_prepare: 
     prepared statement whenever the search_path it was planned under changed: with a worker's jobs going from
     persona to persona, the preparing would be all bookkeeping."""
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        # One process's threads share the file: the web app's request threads (anyio's 40), the A2A door's waits and
+        # the loop's steps. SQLAlchemy's default pool (5 + 10) made a read wait for a connection behind writers that
+        # wait for SQLite's write lock; a file connection costs little, so there is one for every thread that asks
+        # (in WAL a read never waits for a writer).
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=SQLITE_POOL_KEPT,
+            max_overflow=SQLITE_POOL_MORE,
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.startswith("postgresql://"):

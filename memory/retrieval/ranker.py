@@ -122,6 +122,16 @@ def balance(question: int, reply: int) -> float:
 VOTE_RANK_OFFSET = 6  # reciprocal-rank fusion's constant (k + 1, ranks from 0): the first place's vote 1/6
 
 
+def _places(items: list[int], score: Callable[[int], float]) -> dict[int, int]:
+    """Each item's place by `score`, highest first, ties sharing the better place (competition ranking: 0, 1, 1, 3):
+    two items an engine cannot tell apart get the same vote from it."""
+    values = sorted((score(i) for i in items), reverse=True)
+    first_at: dict[float, int] = {}
+    for place, value in enumerate(values):
+        first_at.setdefault(value, place)
+    return {i: first_at[score(i)] for i in items}
+
+
 def engine_votes(
     ranked: list[int],
     final: dict[int, float],
@@ -135,8 +145,8 @@ def engine_votes(
     first `pool`. The head's scores only rise, so it stays ahead of the rest; its members are the fused score's.
     `final` and `parts` take the votes (parts' "votes")."""
     among = ranked[:pool]
-    by_words = {i: n for n, i in enumerate(sorted(among, key=lambda i: -parts[i]["bm25"]))}
-    by_meaning = {i: n for n, i in enumerate(sorted(among, key=lambda i: -parts[i]["dense"]))}
+    by_words = _places(among, lambda i: parts[i]["bm25"])
+    by_meaning = _places(among, lambda i: parts[i]["dense"])
     first = ranked[:head]
     for i in first:
         vote = weight * (1 / (VOTE_RANK_OFFSET + by_words[i]) + 1 / (VOTE_RANK_OFFSET + by_meaning[i]))
