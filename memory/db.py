@@ -551,12 +551,10 @@ def create_db_engine(url: str, *, pool_size: int | None = None, server_prepare: 
         # the loop's steps. SQLAlchemy's default pool (5 + 10) made a read wait for a connection behind writers that
         # wait for SQLite's write lock; a file connection costs little, so there is one for every thread that asks
         # (in WAL a read never waits for a writer).
-        engine = create_engine(
-            url,
-            connect_args={"check_same_thread": False, "timeout": 30},
-            pool_size=SQLITE_POOL_KEPT,
-            max_overflow=SQLITE_POOL_MORE,
-        )
+        database = make_url(url).database
+        in_memory = not database or database == ":memory:" or "mode=memory" in url  # SQLAlchemy keeps one connection
+        sizing = {} if in_memory else {"pool_size": SQLITE_POOL_KEPT, "max_overflow": SQLITE_POOL_MORE}
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **sizing)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.startswith("postgresql://"):
