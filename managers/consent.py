@@ -372,6 +372,17 @@ class ConsentManager:
         row = self.repos.commands.get(cmd_key)
         return CommandOutcome(row.status, row.result) if row is not None else None
 
+    def _audit_call(self, verdict: Verdict, call: CommandCall, decision: str, now: datetime) -> None:
+        self.audit(
+            verdict,
+            type=call.type,
+            decision=decision,
+            cmd_key=call.cmd_key,
+            thread_id=call.thread_id,
+            tick=call.tick,
+            now=now,
+        )
+
     def refused(self, call: CommandCall, status: str, reason: str) -> None:
         """A command that never reached the gate — unknown, bad arguments, switched off, withdrawn, not for this
         thread or audience — recorded with why."""
@@ -382,15 +393,7 @@ class ConsentManager:
         status."""
         status = "blocked" if verdict.actor == "ethics" else "unvalidated"
         self.repos.commands.record(**call.fields(), status=status, result=verdict.reason)
-        self.audit(
-            verdict,
-            type=call.type,
-            decision="blocked",
-            cmd_key=call.cmd_key,
-            thread_id=call.thread_id,
-            tick=call.tick,
-            now=now,
-        )
+        self._audit_call(verdict, call, "blocked", now)
         return status
 
     def parked_command(
@@ -460,15 +463,7 @@ class ConsentManager:
         self.repos.commands.record(**call.fields(), status=status, result=output)
         if status == "executed":
             self.house.tool_uses.record(call.type, call.args, now=now)
-        self.audit(
-            verdict,
-            type=call.type,
-            decision="executed",
-            cmd_key=call.cmd_key,
-            thread_id=call.thread_id,
-            tick=call.tick,
-            now=now,
-        )
+        self._audit_call(verdict, call, "executed", now)
 
     def failed(self, call: CommandCall, message: str) -> None:
         """A command whose run raised (its effect rolled back), recorded as failed unless a run recorded it first."""
